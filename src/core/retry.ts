@@ -1,0 +1,76 @@
+/**
+ * Retry timing in one place: `Retry-After`, backoff with full jitter, and an abortable sleep.
+ * No jitter when the server said how long to wait: it knows better.
+ * @module
+ */
+
+/**
+ * Seconds from a `Retry-After` header (delta-seconds or an HTTP date), or undefined when it
+ * is absent or unreadable. Never negative.
+ */
+export function parseRetryAfter(value: string | null | undefined, now: number = Date.now()): number | undefined {
+  if (value == null) return undefined;
+  const text = value.trim();
+  if (/^\d+$/.test(text)) return Number(text);
+  const at = Date.parse(text);
+  if (Number.isNaN(at)) return undefined;
+  return Math.max(0, Math.ceil((at - now) / 1000));
+}
+
+/** How a retry loop spaces its attempts. */
+export interface BackoffOptions {
+  /** The first delay's ceiling in ms. Default 500. */
+  baseMs?: number;
+  /** The largest delay in ms. Default 30 000. */
+  maxMs?: number;
+}
+
+/**
+ * The delay before retry number `attempt` (0-based): "full jitter", a uniform draw in
+ * [0, min(max, base * 2^attempt)], so that many joiners knocked off together by a restart do
+ * not come back together.
+ */
+export function backoffDelay(attempt: number, options: BackoffOptions = {}, random: () => number = Math.random): number {
+  const base = options.baseMs ?? 500;
+  const max = options.maxMs ?? 30_000;
+  const ceiling = Math.min(max, base * 2 ** Math.min(attempt, 30));
+  return Math.floor(random() * ceiling);
+}
+
+/**
+ * The delay before the next attempt: what the server asked for (`retryAfter` seconds) when
+ * it said, else {@link backoffDelay}.
+ */
+export function retryDelay(attempt: number, retryAfterSeconds: number | undefined, options: BackoffOptions = {}): number {
+  if (retryAfterSeconds !== undefined) return Math.min(retryAfterSeconds * 1000, options.maxMs ?? 300_000);
+  return backoffDelay(attempt, options);
+}
+
+/** Resolves after `ms`, or rejects with the signal's reason as soon as it aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(abortReason(signal));
+      return;
+    }
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(abortReason(signal!));
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** The error an aborted signal stands for: its reason, or a DOMException `AbortError`. */
+export function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException("This operation was aborted", "AbortError");
+}
+
+/** Throws the signal's reason if it has aborted. */
+export function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw abortReason(signal);
+}
