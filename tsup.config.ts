@@ -19,7 +19,6 @@ export default defineConfig([
   {
     entry: {
       "node/index": "src/node/index.ts",
-      "node/browser": "src/node/browser.ts",
       "cli/main": "src/cli/main.ts",
     },
     format: "esm",
