@@ -37,12 +37,16 @@ export function backoffDelay(attempt: number, options: BackoffOptions = {}, rand
   return Math.floor(random() * ceiling);
 }
 
+/** The longest a `Retry-After` is honoured for (10 minutes): past that, a server is more likely wrong than busy. */
+export const MAX_RETRY_AFTER_MS = 600_000;
+
 /**
  * The delay before the next attempt: what the server asked for (`retryAfter` seconds) when
- * it said, else {@link backoffDelay}.
+ * it said, capped at {@link MAX_RETRY_AFTER_MS} but never by the backoff's own `maxMs` (the
+ * server knows how long it is busy), else {@link backoffDelay}.
  */
 export function retryDelay(attempt: number, retryAfterSeconds: number | undefined, options: BackoffOptions = {}): number {
-  if (retryAfterSeconds !== undefined) return Math.min(retryAfterSeconds * 1000, options.maxMs ?? 300_000);
+  if (retryAfterSeconds !== undefined) return Math.min(retryAfterSeconds * 1000, MAX_RETRY_AFTER_MS);
   return backoffDelay(attempt, options);
 }
 

@@ -1,0 +1,242 @@
+/**
+ * The admin client: one method per admin operation of `openapi.yaml`, on openapi-fetch, typed
+ * from `generated/api.d.ts`. Each returns the answer's data or throws one of the SDK's errors;
+ * each takes an `AbortSignal`. Browser-safe and small: response validation is opt-in and
+ * injected (`validate: validateResponses`), so a console that does not ask for it bundles no zod.
+ * @module
+ */
+
+import createClient, { type Client, type Middleware } from "openapi-fetch";
+import type { components, paths } from "../../generated/api.js";
+import { problemFromResponse } from "../core/problem.js";
+import { throwIfAborted } from "../core/retry.js";
+import { NetworkError, ResponseValidationError, StratumError, TimeoutError } from "../errors/index.js";
+import type { AdminOperationId, ResponseValidator } from "../schemas/index.js";
+import { watchJoins, type JoinChange, type WatchJoinsOptions } from "./watch.js";
+
+export { diffJoins, watchJoins, type JoinChange, type WatchJoinsOptions } from "./watch.js";
+
+/** The component schemas of `openapi.yaml` as TypeScript types (`ApiSchemas["NodeJoin"]`, …). */
+export type ApiSchemas = components["schemas"];
+
+/** Supplies the bearer token for each call; may be async, e.g. to refresh it first. */
+export type TokenProvider = () => string | Promise<string>;
+
+/** How to reach and authenticate to the API. Exactly one of `token` and `getToken`. */
+export type AdminClientOptions = {
+  /** The API's origin (and path prefix, if any), e.g. `https://stratum.example.com`. */
+  baseUrl: string;
+  /**
+   * A `fetch` to use instead of the global one. By default the global `fetch` is looked up at
+   * each call, not at creation, so a mock installed later (msw) is still seen.
+   */
+  fetch?: (request: Request) => Promise<Response>;
+  /**
+   * Checks every answer against the spec's schema; pass `validateResponses` (root entry). A
+   * body that does not match throws `ResponseValidationError`. Absent: answers are trusted,
+   * and zod is not bundled.
+   */
+  validate?: ResponseValidator;
+  /** A default `timeoutMs` for every call (see {@link CallOptions}). None by default. */
+  timeoutMs?: number;
+} & (
+  | {
+      /** A fixed bearer token. */
+      token: string;
+      getToken?: never;
+    }
+  | {
+      /** Called before every call for the bearer token (so a refreshed one is used); its failure rejects the call as it is. */
+      getToken: TokenProvider;
+      token?: never;
+    }
+);
+
+/** Per-call options of every admin method. */
+export interface CallOptions {
+  /** Aborts the call; the abort is re-thrown as it is (an `AbortError`, or the signal's reason). */
+  signal?: AbortSignal;
+  /** Gives up after this many ms with a `TimeoutError`. Overrides the client's default. */
+  timeoutMs?: number;
+}
+
+/**
+ * The admin API. Every method resolves to the answer's body, or rejects with
+ * `StratumApiError` (the API refused: 4xx/5xx, with its problem code, `retryAfter`, field
+ * errors), `ResponseValidationError` (the body is not JSON, or with `validate` does not match
+ * the schema), `NetworkError` (no answer), `TimeoutError` (`timeoutMs` ran out), or the
+ * caller's abort as it is.
+ */
+export interface AdminClient {
+  /** Mints a join code (`POST /v1/admin/cluster/join-codes`). The answer's `code` and `url` are shown once; never log them. */
+  mintJoinCode(request?: ApiSchemas["JoinCodeRequest"], options?: CallOptions): Promise<ApiSchemas["MintedJoinCode"]>;
+  /** Every join code, newest first, never the codes themselves (`GET /v1/admin/cluster/join-codes`). */
+  listJoinCodes(options?: CallOptions): Promise<ApiSchemas["JoinCodeList"]>;
+  /** Revokes a join code at once (`DELETE /v1/admin/cluster/join-codes/{codeId}`). */
+  revokeJoinCode(codeId: string, options?: CallOptions): Promise<ApiSchemas["JoinCode"]>;
+  /** Every registration, newest first (`GET /v1/admin/cluster/joins`). */
+  listNodeJoins(options?: CallOptions): Promise<ApiSchemas["NodeJoinList"]>;
+  /** One registration, with the tail of its install log (`GET /v1/admin/cluster/joins/{joinId}`). */
+  getNodeJoin(joinId: string, options?: CallOptions): Promise<ApiSchemas["NodeJoin"]>;
+  /** Approves a machine with its assignment; all defaults without one (`POST …/joins/{joinId}/approve`). */
+  approveNodeJoin(joinId: string, approval?: ApiSchemas["Approval"], options?: CallOptions): Promise<ApiSchemas["NodeJoin"]>;
+  /** Rejects a machine, with a reason (`POST …/joins/{joinId}/reject`). */
+  rejectNodeJoin(joinId: string, rejection: ApiSchemas["Rejection"], options?: CallOptions): Promise<ApiSchemas["NodeJoin"]>;
+  /** Queues a failed join again (`POST …/joins/{joinId}/retry`). */
+  retryNodeJoin(joinId: string, options?: CallOptions): Promise<ApiSchemas["NodeJoin"]>;
+  /** The members and the membership generation (`GET /v1/admin/cluster/members`). */
+  listClusterMembers(options?: CallOptions): Promise<ApiSchemas["MemberList"]>;
+  /** The cluster's networks, for an assignment (`GET /v1/admin/cluster/networks`). */
+  getClusterNetworks(options?: CallOptions): Promise<ApiSchemas["ClusterNetworks"]>;
+  /** Rotates the cluster CA, ending every live code (`POST /v1/admin/cluster/ca-rotations`; reference server). */
+  rotateClusterCa(options?: CallOptions): Promise<ApiSchemas["CaRotation"]>;
+  /** Marks a cluster upgrade in progress or over (`PUT /v1/admin/cluster/upgrade`; reference server). */
+  setClusterUpgrade(upgrade: ApiSchemas["ClusterUpgrade"], options?: CallOptions): Promise<ApiSchemas["ClusterUpgrade"]>;
+  /**
+   * Polls the join list and yields what changed: a machine arrived (`added`), a join moved
+   * (`changed`, with the previous view), or left the list (`removed`). The first poll yields
+   * every join as `added`. See {@link watchJoins}.
+   */
+  watchJoins(options?: WatchJoinsOptions): AsyncGenerator<JoinChange, void, undefined>;
+  /**
+   * The underlying openapi-fetch client, authenticated, for any call not wrapped here. It
+   * keeps openapi-fetch's own contract (`{ data, error, response }`, no throwing on 4xx/5xx).
+   */
+  readonly raw: Client<paths>;
+}
+
+/** What every wrapped call hands openapi-fetch on top of its own arguments. */
+type SendInit = {
+  signal: AbortSignal | undefined;
+  headers: Record<string, string>;
+  middleware: Middleware[];
+};
+
+/**
+ * An {@link AdminClient} for the API at `baseUrl`. The token is kept in a closure: it is on no
+ * property of the client, in no error and in no message, so neither logging the client nor an
+ * error can leak it.
+ */
+export function createAdminClient(options: AdminClientOptions): AdminClient {
+  const { baseUrl, validate, timeoutMs: defaultTimeoutMs } = options;
+  const customFetch = options.fetch;
+  const token = options.token;
+  const getToken = options.getToken;
+  if (typeof token !== "string" && typeof getToken !== "function") {
+    throw new StratumError("INVALID_ARGUMENT", "createAdminClient needs a token or a getToken function");
+  }
+  const resolveToken = async (): Promise<string> => (getToken ? await getToken() : (token as string));
+
+  const raw = createClient<paths>({
+    baseUrl,
+    fetch: customFetch ?? ((request) => globalThis.fetch(request)),
+  });
+  // The raw client authenticates itself; the wrapped calls set the header before they send,
+  // so the token is resolved once per call and a failing getToken is not taken for a network error.
+  raw.use({
+    async onRequest({ request }) {
+      if (!request.headers.has("Authorization")) request.headers.set("Authorization", `Bearer ${await resolveToken()}`);
+      return request;
+    },
+  });
+
+  async function call<T>(
+    operationId: AdminOperationId,
+    operation: string,
+    send: (init: SendInit) => Promise<{ data?: T }>,
+    callOptions: CallOptions = {},
+  ): Promise<T> {
+    const { signal } = callOptions;
+    throwIfAborted(signal);
+    const authorization = `Bearer ${await resolveToken()}`;
+    throwIfAborted(signal);
+    const timeoutMs = callOptions.timeoutMs ?? defaultTimeoutMs;
+    const deadline = timeoutMs === undefined ? undefined : new AbortController();
+    const timer = deadline ? setTimeout(() => deadline.abort(new TimeoutError(`${operation} got no answer within ${timeoutMs} ms`)), timeoutMs) : undefined;
+    const linked = linkSignals(signal, deadline?.signal);
+    // Refusals are turned into errors here, while the response's body is still unread
+    // (openapi-fetch would otherwise read it into its `error`).
+    const refusals: Middleware = {
+      async onResponse({ response }) {
+        if (!response.ok) throw await problemFromResponse(response, operation);
+        return undefined;
+      },
+    };
+    let data: unknown;
+    try {
+      ({ data } = await send({ signal: linked.signal, headers: { Authorization: authorization }, middleware: [refusals] }));
+    } catch (error) {
+      if (signal?.aborted) throw error; // the caller's abort, as it is
+      if (StratumError.is(error)) throw error; // a refusal, or the deadline's TimeoutError
+      if (deadline?.signal.aborted) throw new TimeoutError(`${operation} got no answer within ${timeoutMs} ms`, { cause: error });
+      if (error instanceof SyntaxError) throw new ResponseValidationError(operation, [{ path: "", message: "the body is not JSON" }]);
+      throw new NetworkError(`${operation} got no answer`, { cause: error });
+    } finally {
+      clearTimeout(timer);
+      linked.dispose();
+    }
+    if (validate) {
+      const result = validate(operationId, data);
+      if (!result.success) throw new ResponseValidationError(operation, result.issues);
+      data = result.data;
+    }
+    return data as T;
+  }
+
+  const JOIN_CODES = "/v1/admin/cluster/join-codes";
+  const JOIN_CODE = "/v1/admin/cluster/join-codes/{codeId}";
+  const JOINS = "/v1/admin/cluster/joins";
+  const JOIN = "/v1/admin/cluster/joins/{joinId}";
+  const APPROVE = "/v1/admin/cluster/joins/{joinId}/approve";
+  const REJECT = "/v1/admin/cluster/joins/{joinId}/reject";
+  const RETRY = "/v1/admin/cluster/joins/{joinId}/retry";
+  const MEMBERS = "/v1/admin/cluster/members";
+  const NETWORKS = "/v1/admin/cluster/networks";
+  const CA_ROTATIONS = "/v1/admin/cluster/ca-rotations";
+  const UPGRADE = "/v1/admin/cluster/upgrade";
+
+  const client: AdminClient = {
+    mintJoinCode: (request, o) =>
+      call("mintJoinCode", `POST ${JOIN_CODES}`, (init) => raw.POST(JOIN_CODES, { ...init, body: request ?? {} }), o),
+    listJoinCodes: (o) => call("listJoinCodes", `GET ${JOIN_CODES}`, (init) => raw.GET(JOIN_CODES, init), o),
+    revokeJoinCode: (codeId, o) =>
+      call("revokeJoinCode", `DELETE ${JOIN_CODE}`, (init) => raw.DELETE(JOIN_CODE, { ...init, params: { path: { codeId } } }), o),
+    listNodeJoins: (o) => call("listNodeJoins", `GET ${JOINS}`, (init) => raw.GET(JOINS, init), o),
+    getNodeJoin: (joinId, o) => call("getNodeJoin", `GET ${JOIN}`, (init) => raw.GET(JOIN, { ...init, params: { path: { joinId } } }), o),
+    approveNodeJoin: (joinId, approval, o) =>
+      call("approveNodeJoin", `POST ${APPROVE}`, (init) => raw.POST(APPROVE, { ...init, params: { path: { joinId } }, body: approval ?? {} }), o),
+    rejectNodeJoin: (joinId, rejection, o) =>
+      call("rejectNodeJoin", `POST ${REJECT}`, (init) => raw.POST(REJECT, { ...init, params: { path: { joinId } }, body: rejection }), o),
+    retryNodeJoin: (joinId, o) => call("retryNodeJoin", `POST ${RETRY}`, (init) => raw.POST(RETRY, { ...init, params: { path: { joinId } } }), o),
+    listClusterMembers: (o) => call("listClusterMembers", `GET ${MEMBERS}`, (init) => raw.GET(MEMBERS, init), o),
+    getClusterNetworks: (o) => call("getClusterNetworks", `GET ${NETWORKS}`, (init) => raw.GET(NETWORKS, init), o),
+    rotateClusterCa: (o) => call("rotateClusterCa", `POST ${CA_ROTATIONS}`, (init) => raw.POST(CA_ROTATIONS, init), o),
+    setClusterUpgrade: (upgrade, o) => call("setClusterUpgrade", `PUT ${UPGRADE}`, (init) => raw.PUT(UPGRADE, { ...init, body: upgrade }), o),
+    watchJoins: (watchOptions) => watchJoins(client, watchOptions),
+    raw,
+  };
+  return client;
+}
+
+/**
+ * One signal that aborts when either does, with the first one's reason (what `fetch` then
+ * rejects with). Written out rather than `AbortSignal.any` to leave no listener behind on a
+ * long-lived caller signal once the call is over.
+ */
+function linkSignals(a: AbortSignal | undefined, b: AbortSignal | undefined): { signal: AbortSignal | undefined; dispose: () => void } {
+  if (!a || !b) return { signal: a ?? b, dispose: () => {} };
+  const controller = new AbortController();
+  const onA = () => controller.abort(a.reason);
+  const onB = () => controller.abort(b.reason);
+  if (a.aborted) onA();
+  else if (b.aborted) onB();
+  a.addEventListener("abort", onA, { once: true });
+  b.addEventListener("abort", onB, { once: true });
+  return {
+    signal: controller.signal,
+    dispose: () => {
+      a.removeEventListener("abort", onA);
+      b.removeEventListener("abort", onB);
+    },
+  };
+}

@@ -1,0 +1,106 @@
+/**
+ * Watching the join list, for a console that shows machines arriving and joins moving.
+ * @module
+ */
+
+import type { components } from "../../generated/api.js";
+import { retryDelay, sleep, throwIfAborted, type BackoffOptions } from "../core/retry.js";
+import { NetworkError, StratumApiError, TimeoutError, type StratumError } from "../errors/index.js";
+
+type NodeJoin = components["schemas"]["NodeJoin"];
+
+/** One change of the join list between two polls. */
+export type JoinChange =
+  /** A join not seen before: a machine arrived (or, on the first poll, was already there). */
+  | { type: "added"; join: NodeJoin }
+  /** A join whose view differs from the last poll's: its state moved, a step progressed, … */
+  | { type: "changed"; join: NodeJoin; previous: NodeJoin }
+  /** A join no longer in the list. */
+  | { type: "removed"; id: string };
+
+/** How {@link watchJoins} polls. */
+export interface WatchJoinsOptions {
+  /** Stops the watch; the abort is re-thrown from the iterator as it is. Breaking out of the loop stops it too. */
+  signal?: AbortSignal;
+  /** The pause between two successful polls, in ms. Default 2 000. */
+  intervalMs?: number;
+  /** Spacing of the retries after a failed poll (full jitter; `Retry-After` wins when the server sends it). */
+  backoff?: BackoffOptions;
+  /** Per-poll timeout in ms; a poll that runs out is retried like a network failure. */
+  timeoutMs?: number;
+  /** Told of every failed poll that will be retried, and after how long: a console can show "reconnecting". */
+  onRetry?: (error: StratumError, delayMs: number) => void;
+}
+
+/** What {@link watchJoins} needs of a client: the list call. */
+export interface JoinLister {
+  listNodeJoins(options?: { signal?: AbortSignal; timeoutMs?: number }): Promise<{ items: NodeJoin[] }>;
+}
+
+/**
+ * Polls `client.listNodeJoins` and yields each change, one at a time. The first poll yields
+ * every join as `added`, so a console can start from nothing.
+ *
+ * A poll that fails for a reason that may pass (no answer, a timeout, 408, 429, 5xx) is
+ * retried with backoff, after `Retry-After` when the server sent one, and `onRetry` is told.
+ * Any other failure (401, 403, a body that fails validation) ends the watch by throwing, since
+ * polling again cannot fix it. The caller's abort ends it by re-throwing the abort.
+ */
+export async function* watchJoins(client: JoinLister, options: WatchJoinsOptions = {}): AsyncGenerator<JoinChange, void, undefined> {
+  const { signal, intervalMs = 2_000, backoff, timeoutMs, onRetry } = options;
+  let known = new Map<string, NodeJoin>();
+  let failures = 0;
+  for (;;) {
+    throwIfAborted(signal);
+    let items: NodeJoin[];
+    try {
+      ({ items } = await client.listNodeJoins({ signal, timeoutMs }));
+    } catch (error) {
+      if (signal?.aborted || !isPassing(error)) throw error;
+      const delay = retryDelay(failures++, error instanceof StratumApiError ? error.retryAfter : undefined, backoff);
+      onRetry?.(error, delay);
+      await sleep(delay, signal);
+      continue;
+    }
+    failures = 0;
+    const changes = diffJoins(known, items);
+    known = new Map(items.map((join) => [join.id, join]));
+    for (const change of changes) yield change;
+    await sleep(intervalMs, signal);
+  }
+}
+
+/** True for a failure that polling again may get past. */
+function isPassing(error: unknown): error is StratumError {
+  if (error instanceof NetworkError || error instanceof TimeoutError) return true;
+  return error instanceof StratumApiError && (error.status === 408 || error.status === 429 || error.status >= 500);
+}
+
+/**
+ * The changes from `previous` (by id) to the list `next`: removals first, then additions and
+ * changes in the list's order. Two views of a join are the same when they are deeply equal,
+ * whatever the order of their keys.
+ */
+export function diffJoins(previous: ReadonlyMap<string, NodeJoin>, next: readonly NodeJoin[]): JoinChange[] {
+  const changes: JoinChange[] = [];
+  const ids = new Set(next.map((join) => join.id));
+  for (const id of previous.keys()) if (!ids.has(id)) changes.push({ type: "removed", id });
+  for (const join of next) {
+    const before = previous.get(join.id);
+    if (!before) changes.push({ type: "added", join });
+    else if (!deepEqual(before, join)) changes.push({ type: "changed", join, previous: before });
+  }
+  return changes;
+}
+
+function deepEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((item, i) => deepEqual(item, b[i]));
+  const ra = a as Record<string, unknown>;
+  const rb = b as Record<string, unknown>;
+  const keys = Object.keys(ra).filter((k) => ra[k] !== undefined);
+  if (keys.length !== Object.keys(rb).filter((k) => rb[k] !== undefined).length) return false;
+  return keys.every((key) => deepEqual(ra[key], rb[key]));
+}

@@ -1,0 +1,318 @@
+/**
+ * The `./testing` entry: typed msw handlers for the admin API, so that a console team can
+ * test its UI against a fake cluster without a server. Handlers are typed from the spec with
+ * openapi-msw, so a fake answer that drifts from `openapi.yaml` fails to compile.
+ *
+ * Needs `msw` (v2) and `openapi-msw` installed next to the SDK.
+ * @module
+ */
+
+import { HttpResponse, type HttpHandler } from "msw";
+import { createOpenApiHttp, type OpenApiHttpHandlers } from "openapi-msw";
+import type { components, paths } from "../../generated/api.js";
+import { generateJoinCode } from "../core/join-code.js";
+import { formatJoinUrl } from "../core/join-url.js";
+
+type Schemas = components["schemas"];
+type NodeJoin = Schemas["NodeJoin"];
+type JoinCode = Schemas["JoinCode"];
+type ProblemCode = Schemas["ProblemCode"];
+
+/**
+ * An openapi-msw `http` typed by the whole API, for handlers of your own (an error, a delay,
+ * a body of your choosing). `baseUrl` defaults to `*`: any origin.
+ */
+export function createAdminHttp(baseUrl = "*"): OpenApiHttpHandlers<paths> {
+  return createOpenApiHttp<paths>({ baseUrl });
+}
+
+/** What {@link problemResponse} puts in the document and headers besides the code. */
+export interface ProblemInit {
+  /** The problem's short title; by default the code in words. */
+  title?: string;
+  /** The human explanation; absent by default. */
+  detail?: string;
+  /** The request id; `req-test0000` by default. */
+  requestId?: string;
+  /** Field errors (`INVALID_INPUT`, `JOIN_APPROVAL_REFUSED`). */
+  errors?: Schemas["FieldError"][];
+  /** Per-code facts (`RELEASE_MISMATCH`: `clusterRelease`, …; `FORBIDDEN`: `permission`). */
+  details?: Record<string, unknown>;
+  /** Seconds, sent as `Retry-After`. */
+  retryAfter?: number;
+  /** More headers, e.g. `WWW-Authenticate`. */
+  headers?: Record<string, string>;
+}
+
+/**
+ * An `application/problem+json` refusal as the API sends it. Wrap it in openapi-msw's
+ * `response.untyped(...)` when the status is not declared for that operation.
+ */
+export function problemResponse(status: number, code: ProblemCode, init: ProblemInit = {}): HttpResponse<Schemas["Problem"]> {
+  const body: Schemas["Problem"] = {
+    type: `https://docs.stratum.example/problems/${code.toLowerCase().replace(/_/g, "-")}`,
+    title: init.title ?? code.toLowerCase().replace(/_/g, " "),
+    status,
+    requestId: init.requestId ?? "req-test0000",
+    code,
+  };
+  if (init.detail !== undefined) body.detail = init.detail;
+  if (init.errors) body.errors = init.errors;
+  if (init.details) body.details = init.details;
+  const headers: Record<string, string> = { "Content-Type": "application/problem+json", ...init.headers };
+  if (init.retryAfter !== undefined) headers["Retry-After"] = String(init.retryAfter);
+  return HttpResponse.json(body, { status, headers });
+}
+
+let sequence = 0;
+/** Ids unique within a test run, in the spec's shapes (`nj-…`, `jc-…`). */
+function nextId(prefix: string): string {
+  sequence += 1;
+  return `${prefix}-${sequence.toString(36).padStart(8, "0")}`;
+}
+
+const NOW = "2026-11-29T10:00:00Z";
+
+/** Complete example objects of the admin API's answers, with any field overridden. */
+export const fixtures = {
+  /** A live join code's record. */
+  joinCode(overrides: Partial<JoinCode> = {}): JoinCode {
+    const id = overrides.id ?? nextId("jc");
+    return {
+      id,
+      selector: "4F",
+      attempts: 0,
+      endpoint: "192.0.2.240:9444",
+      caFingerprint: "7D:9F:05:39:12:F6:D4:91",
+      state: "live",
+      registrations: 0,
+      createdBy: "bootstrap-admin",
+      createdAt: NOW,
+      expiresAt: "2026-11-29T14:00:00Z",
+      ...overrides,
+    };
+  },
+  /** A machine that registered and waits for approval. */
+  nodeJoin(overrides: Partial<NodeJoin> = {}): NodeJoin {
+    return {
+      id: nextId("nj"),
+      codeId: "jc-4f7k2q9m",
+      state: "pending",
+      pairingCode: "4F7-K2Q",
+      hostname: "node-2",
+      release: "0.6.0",
+      sourceAddr: "192.0.2.21",
+      inventory: { disks: [{ name: "nvme1n1", path: "/dev/nvme1n1" }], nics: [{ name: "enp87s0" }] },
+      stalled: false,
+      steps: [],
+      createdAt: NOW,
+      updatedAt: NOW,
+      expiresAt: "2026-11-30T14:00:00Z",
+      ...overrides,
+    };
+  },
+  /** An active member. */
+  member(overrides: Partial<Schemas["Member"]> = {}): Schemas["Member"] {
+    return { nodeId: nextId("n"), name: "node-1", role: "hybrid", state: "active", mgmtIp: "192.0.2.11", appliedGeneration: 1, ...overrides };
+  },
+  /** The cluster's networks (bridged provider uplink). */
+  clusterNetworks(overrides: Partial<Schemas["ClusterNetworks"]> = {}): Schemas["ClusterNetworks"] {
+    return {
+      storage: { cidr: "10.90.0.0/24", mtu: 9000, vlan: 90 },
+      overlay: { cidr: "10.91.0.0/24", mtu: 9000 },
+      providerTopology: "bridged",
+      providerVlan: 100,
+      providerUpstreamInterface: "enp87s0",
+      providerUpstreamPurpose: "mgmt",
+      ...overrides,
+    };
+  },
+};
+
+/**
+ * The state behind {@link adminHandlers}: plain arrays and objects a test may read and change
+ * directly, plus helpers for what a real cluster does by itself (a machine arriving, a join
+ * moving on).
+ */
+export interface FakeCluster {
+  /** Join codes, newest first. */
+  joinCodes: JoinCode[];
+  /** Registrations, newest first. */
+  joins: NodeJoin[];
+  /** Members and the membership generation. */
+  members: Schemas["MemberList"];
+  /** What `GET /v1/admin/cluster/networks` answers. */
+  networks: Schemas["ClusterNetworks"];
+  /** Whether an upgrade is in progress. */
+  upgrade: Schemas["ClusterUpgrade"];
+  /** The cluster CA's fingerprint; a rotation changes it. */
+  caFingerprint: string;
+  /** A machine registers: a `pending` join (or as overridden) is put first in the list. */
+  addJoin(overrides?: Partial<NodeJoin>): NodeJoin;
+  /** Changes a join in place (its state, steps, …) and bumps its `updatedAt`. */
+  updateJoin(id: string, patch: Partial<NodeJoin>): NodeJoin;
+  /** Drops a join from the list. */
+  removeJoin(id: string): void;
+}
+
+/** A {@link FakeCluster} with one member, no code and the given joins. */
+export function createFakeCluster(seed: { joins?: NodeJoin[]; joinCodes?: JoinCode[] } = {}): FakeCluster {
+  const cluster: FakeCluster = {
+    joinCodes: [...(seed.joinCodes ?? [])],
+    joins: [...(seed.joins ?? [])],
+    members: { membershipGeneration: 1, items: [fixtures.member()] },
+    networks: fixtures.clusterNetworks(),
+    upgrade: { inProgress: false },
+    caFingerprint: "7D:9F:05:39:12:F6:D4:91",
+    addJoin(overrides) {
+      const join = fixtures.nodeJoin(overrides);
+      cluster.joins.unshift(join);
+      return join;
+    },
+    updateJoin(id, patch) {
+      const index = cluster.joins.findIndex((j) => j.id === id);
+      const current = cluster.joins[index];
+      if (!current) throw new RangeError(`no join ${id} in the fake cluster`);
+      const updated = { ...current, ...patch, updatedAt: patch.updatedAt ?? new Date().toISOString() };
+      cluster.joins[index] = updated;
+      return updated;
+    },
+    removeJoin(id) {
+      cluster.joins = cluster.joins.filter((j) => j.id !== id);
+    },
+  };
+  return cluster;
+}
+
+/** Options of {@link adminHandlers}. */
+export interface AdminHandlersOptions {
+  /** The state to serve; a fresh {@link createFakeCluster} by default. */
+  cluster?: FakeCluster;
+  /** Matches requests to this origin only; any origin (`*`) by default. */
+  baseUrl?: string;
+  /**
+   * When set, a request without `Authorization: Bearer <token>` gets 401 `UNAUTHORIZED` with
+   * `WWW-Authenticate`, so a console's sign-in path can be tested.
+   */
+  token?: string;
+}
+
+/**
+ * msw handlers for every admin operation, serving a {@link FakeCluster} with the API's rules:
+ * minting answers the code once, revoking a live code revokes it, approving only a `pending`
+ * or `failed` join (else 409 `JOIN_STATE_CONFLICT`), rejecting needs a reason (else 400
+ * `INVALID_INPUT` with a field error), retrying only a `failed` one, unknown ids 404, a CA
+ * rotation revokes every live code.
+ */
+export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[] {
+  const cluster = options.cluster ?? createFakeCluster();
+  const http = createAdminHttp(options.baseUrl);
+  const expected = options.token === undefined ? undefined : `Bearer ${options.token}`;
+
+  // Checked first by its own handler, which falls through (returns nothing) when the token is right.
+  const auth = http.untyped.all(`${options.baseUrl ?? "*"}/v1/admin/*`, ({ request }) => {
+    if (expected === undefined || request.headers.get("Authorization") === expected) return undefined;
+    return problemResponse(401, "UNAUTHORIZED", {
+      title: "Unauthorized",
+      detail: "A valid bearer token is required.",
+      headers: { "WWW-Authenticate": 'Bearer realm="stratum"' },
+    });
+  });
+
+  const notFound = (what: string) => problemResponse(404, "NOT_FOUND", { title: "Not found", detail: `No such ${what}.` });
+  const conflict = (join: NodeJoin, action: string) =>
+    problemResponse(409, "JOIN_STATE_CONFLICT", { title: "Join state conflict", detail: `A ${join.state} join cannot be ${action}.` });
+  const findJoin = (id: string) => cluster.joins.find((j) => j.id === id);
+  const stamp = () => new Date().toISOString();
+
+  return [
+    auth,
+    http.post("/v1/admin/cluster/join-codes", async ({ request, response }) => {
+      const body: Schemas["JoinCodeRequest"] = (await request.json().catch(() => undefined)) ?? {};
+      const endpoint = body.endpoint ?? "192.0.2.240";
+      const code = generateJoinCode();
+      const ttl = body.ttlSeconds ?? 14_400;
+      const record = fixtures.joinCode({
+        selector: code.selector,
+        endpoint: endpoint.includes(":") ? endpoint : `${endpoint}:9444`,
+        caFingerprint: cluster.caFingerprint,
+        createdAt: stamp(),
+        expiresAt: new Date(Date.now() + ttl * 1000).toISOString(),
+      });
+      cluster.joinCodes.unshift(record);
+      return response(201).json({ joinCode: record, endpoint, code: code.formatted, url: formatJoinUrl({ endpoint, code }) });
+    }),
+    http.get("/v1/admin/cluster/join-codes", ({ response }) => response(200).json({ items: cluster.joinCodes })),
+    http.delete("/v1/admin/cluster/join-codes/{codeId}", ({ params, response }) => {
+      const index = cluster.joinCodes.findIndex((c) => c.id === params.codeId);
+      const current = cluster.joinCodes[index];
+      if (!current) return response.untyped(notFound("join code"));
+      if (current.state !== "live") return response(200).json(current);
+      const revoked: JoinCode = { ...current, state: "revoked", revokedBy: "bootstrap-admin", revokedAt: stamp() };
+      cluster.joinCodes[index] = revoked;
+      return response(200).json(revoked);
+    }),
+    http.get("/v1/admin/cluster/joins", ({ response }) =>
+      // The list view carries no log tail; only the single join does.
+      response(200).json({ items: cluster.joins.map(({ logTail: _omitted, ...join }) => join) }),
+    ),
+    http.get("/v1/admin/cluster/joins/{joinId}", ({ params, response }) => {
+      const join = findJoin(params.joinId);
+      return join ? response(200).json({ logTail: [], ...join }) : response.untyped(notFound("join"));
+    }),
+    http.post("/v1/admin/cluster/joins/{joinId}/approve", async ({ params, request, response }) => {
+      const join = findJoin(params.joinId);
+      if (!join) return response.untyped(notFound("join"));
+      if (join.state !== "pending" && join.state !== "failed") return response.untyped(conflict(join, "approved"));
+      const body: Schemas["Approval"] = (await request.json().catch(() => undefined)) ?? {};
+      const assignment = { role: "hybrid" as const, name: join.hostname, ...body.assignment };
+      return response(200).json(cluster.updateJoin(join.id, { state: "approved", assignment, approvedBy: "bootstrap-admin", approvedAt: stamp() }));
+    }),
+    http.post("/v1/admin/cluster/joins/{joinId}/reject", async ({ params, request, response }) => {
+      const join = findJoin(params.joinId);
+      if (!join) return response.untyped(notFound("join"));
+      const body = await request.json().catch(() => undefined);
+      if (!body || typeof body.reason !== "string" || body.reason === "") {
+        return response.untyped(
+          problemResponse(400, "INVALID_INPUT", { title: "Invalid input", errors: [{ field: "reason", message: "is required" }] }),
+        );
+      }
+      if (!["needs-upgrade", "pending", "approved", "failed"].includes(join.state)) return response.untyped(conflict(join, "rejected"));
+      return response(200).json(cluster.updateJoin(join.id, { state: "rejected", reason: body.reason, rejectedBy: "bootstrap-admin", rejectedAt: stamp() }));
+    }),
+    http.post("/v1/admin/cluster/joins/{joinId}/retry", ({ params, response }) => {
+      const join = findJoin(params.joinId);
+      if (!join) return response.untyped(notFound("join"));
+      if (join.state !== "failed") return response.untyped(conflict(join, "retried"));
+      return response(200).json(cluster.updateJoin(join.id, { state: "approved", failedStep: undefined, failedStepTitle: undefined, failedError: undefined }));
+    }),
+    http.get("/v1/admin/cluster/members", ({ response }) => response(200).json(cluster.members)),
+    http.get("/v1/admin/cluster/networks", ({ response }) => response(200).json(cluster.networks)),
+    http.post("/v1/admin/cluster/ca-rotations", ({ response }) => {
+      let revokedCodes = 0;
+      cluster.joinCodes = cluster.joinCodes.map((c) => {
+        if (c.state !== "live") return c;
+        revokedCodes += 1;
+        return { ...c, state: "revoked", revokedBy: "system:ca-rotation", revokedAt: stamp() };
+      });
+      const bytes = globalThis.crypto.getRandomValues(new Uint8Array(8));
+      cluster.caFingerprint = [...bytes].map((b) => b.toString(16).padStart(2, "0").toUpperCase()).join(":");
+      return response(200).json({ caFingerprint: cluster.caFingerprint, revokedCodes });
+    }),
+    http.put("/v1/admin/cluster/upgrade", async ({ request, response }) => {
+      const body = await request.json().catch(() => undefined);
+      if (!body || typeof body.inProgress !== "boolean") {
+        return response(400).json({
+          type: "https://docs.stratum.example/problems/invalid-input",
+          title: "Invalid input",
+          status: 400,
+          requestId: "req-test0000",
+          code: "INVALID_INPUT",
+          errors: [{ field: "inProgress", message: "is required" }],
+        });
+      }
+      cluster.upgrade = body.inProgress ? { inProgress: true, retryAfterSeconds: body.retryAfterSeconds ?? 30 } : { inProgress: false };
+      return response(200).json(cluster.upgrade);
+    }),
+  ];
+}

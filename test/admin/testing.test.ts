@@ -1,0 +1,37 @@
+// The ./testing entry as a console team uses it (the README's example, kept runnable).
+import { setupServer } from "msw/node";
+import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import { createAdminClient } from "../../src/admin/index.js";
+import { adminHandlers, createAdminHttp, createFakeCluster, problemResponse } from "../../src/testing/index.js";
+
+const cluster = createFakeCluster();
+const server = setupServer(...adminHandlers({ cluster, token: "test-token" }));
+beforeAll(() => server.listen({ onUnhandledRequest: "error" }));
+afterEach(() => server.resetHandlers());
+afterAll(() => server.close());
+
+const client = createAdminClient({ baseUrl: "https://stratum.test", token: "test-token" });
+
+it("serves the fake cluster: a machine arrives, the operator approves it", async () => {
+  const join = cluster.addJoin({ hostname: "node-2", pairingCode: "4F7-K2Q" });
+  expect((await client.listNodeJoins()).items[0]).toMatchObject({ hostname: "node-2", state: "pending" });
+  await client.approveNodeJoin(join.id);
+  expect(cluster.joins[0]?.state).toBe("approved");
+});
+
+it("lets a test override one operation with a typed handler", async () => {
+  const http = createAdminHttp();
+  server.use(
+    http.get("/v1/admin/cluster/joins", ({ response }) =>
+      response.untyped(problemResponse(503, "UPGRADE_IN_PROGRESS", { retryAfter: 30 })),
+    ),
+  );
+  await expect(client.listNodeJoins()).rejects.toMatchObject({ code: "UPGRADE_IN_PROGRESS", retryAfter: 30 });
+});
+
+it("problemResponse is an application/problem+json document", async () => {
+  const response = problemResponse(409, "JOIN_STATE_CONFLICT", { detail: "no" });
+  expect(response.status).toBe(409);
+  expect(response.headers.get("Content-Type")).toBe("application/problem+json");
+  expect(await response.json()).toMatchObject({ status: 409, code: "JOIN_STATE_CONFLICT", detail: "no", requestId: "req-test0000" });
+});
