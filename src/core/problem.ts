@@ -29,11 +29,20 @@ export async function problemFromResponse(response: Response, operation: string)
   } catch {
     parsed = undefined;
   }
-  const problem = readProblem(parsed);
+  return problemFromBody(response.status, parsed, retryAfter, operation);
+}
+
+/**
+ * The {@link StratumApiError} for a refusal whose body is already parsed (`undefined` when it
+ * was not JSON), for transports that are not `fetch` (the joiner's pinned connection). Same
+ * rules as {@link problemFromResponse}.
+ */
+export function problemFromBody(status: number, body: unknown, retryAfter: number | undefined, operation: string): StratumApiError {
+  const problem = readProblem(body);
   if (!problem) {
-    return new StratumApiError(response.status, { detail: `${operation} answered HTTP ${response.status} without a problem document` }, retryAfter);
+    return new StratumApiError(status, { detail: `${operation} answered HTTP ${status} without a problem document` }, retryAfter);
   }
-  return new StratumApiError(response.status, problem, retryAfter);
+  return new StratumApiError(status, problem, retryAfter);
 }
 
 /** The problem fields of `value` that have the right type, or undefined if it is not a problem document at all. */
