@@ -1,0 +1,292 @@
+// The attacks of the joiner issue, each against the reference server over real TLS on
+// loopback, each ending in a clear error with nothing registered that should not be.
+import { X509Certificate } from "node:crypto";
+import { createServer, type Server } from "node:https";
+import type { AddressInfo } from "node:net";
+import type { TLSSocket } from "node:tls";
+import { connect as tlsConnect } from "node:tls";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fromBase64Url } from "../../src/core/bytes.js";
+import { bindingTranscript, clientBinding, deriveBindingKeys } from "../../src/core/pairing.js";
+import { parseJoinUrl, StratumApiError, type JoinCode } from "../../src/index.js";
+import { JoinProtocolError } from "../../src/node/errors.js";
+import { createMachineIdentity, type MachineIdentity } from "../../src/node/identity.js";
+import { checkJoinCode, registerMachine } from "../../src/node/joiner.js";
+import { finishLogin, startLogin } from "../../src/node/opaque.js";
+import { disableSessionTickets, openPinnedConnection, tlsServerOptions, type PinnedConnection } from "../../src/node/pinned-connection.js";
+import { caFingerprint, createClusterCa, issueListenerCertificate, issueNodeCertificate } from "../../src/node/pki.js";
+import { startHarness, type Harness } from "./harness.js";
+
+let h: Harness;
+let url: string;
+let code: JoinCode;
+
+beforeAll(async () => {
+  h = await startHarness({ timing: { pakeSessionMs: 1500 } });
+  const minted = await h.admin.mintJoinCode({ endpoint: h.server.joinEndpoint });
+  url = minted.url;
+  code = parseJoinUrl(url).code;
+});
+afterAll(async () => h?.close());
+
+const joins = async () => (await h.admin.listNodeJoins()).items.length;
+
+// ---------------------------------------------------------------- a relay
+
+interface Relay {
+  url: string;
+  /** Requests the relay forwarded, `METHOD /path`. */
+  forwarded: string[];
+  close(): Promise<void>;
+}
+
+/**
+ * A TLS-terminating relay on 127.0.0.1: it presents `leaf` to the joiner and forwards every
+ * request to the real listener over its own pinned connection (one per joiner connection, so
+ * a PAKE session stays on one upstream connection), optionally rewriting the PAKE answer.
+ */
+async function startRelay(leaf: { certPem: string; keyPem: string }, rewritePake?: (body: Record<string, unknown>) => Record<string, unknown>): Promise<Relay> {
+  const relayIdentity = await createMachineIdentity();
+  const upstreams = new WeakMap<TLSSocket, Promise<PinnedConnection>>();
+  const forwarded: string[] = [];
+  const server: Server = createServer({ ...tlsServerOptions(leaf) }, async (req, res) => {
+    const socket = req.socket as TLSSocket;
+    if (!upstreams.has(socket)) {
+      upstreams.set(socket, openPinnedConnection({ host: h.server.joinHost, port: h.server.joinPort, identity: relayIdentity }));
+      socket.once("close", () => void upstreams.get(socket)?.then((c) => c.close()));
+    }
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    forwarded.push(`${req.method} ${req.url}`);
+    const upstream = await upstreams.get(socket)!;
+    const headers: Record<string, string> = {};
+    for (const name of ["content-type", "join-binding", "if-none-match"]) {
+      const value = req.headers[name];
+      if (typeof value === "string") headers[name] = value;
+    }
+    const answer = await upstream.request({ method: req.method as "POST", path: req.url!, headers, body: Buffer.concat(chunks) });
+    let body: Uint8Array = answer.body;
+    if (rewritePake && req.url === "/v1/join/pake" && answer.status === 200) {
+      body = Buffer.from(JSON.stringify(rewritePake(answer.json as Record<string, unknown>)));
+    }
+    const out: Record<string, string> = {};
+    for (const name of ["content-type", "join-binding", "retry-after", "etag"]) {
+      const value = answer.headers[name];
+      if (typeof value === "string") out[name] = value;
+    }
+    res.writeHead(answer.status, out).end(body);
+  });
+  disableSessionTickets(server);
+  server.keepAliveTimeout = 120_000;
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `stratum-join://127.0.0.1:${port}/${code.formatted}`,
+    forwarded,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+const kePaths = (relay: Relay) => relay.forwarded.filter((r) => r.includes("/code-checks") || r.includes("/registrations"));
+
+// ---------------------------------------------------------------- a raw exchange
+
+/** Runs KE1/KE2/finishLogin on `connection` and returns what a KE3 call needs, without sending it. */
+async function rawProof(connection: PinnedConnection, identity: MachineIdentity) {
+  const login = await startLogin(code.code);
+  const answer = await connection.request({ method: "POST", path: "/v1/join/pake", json: { selector: code.selector, ke1: login.ke1 } });
+  expect(answer.status).toBe(200);
+  const challenge = answer.json as { session: string; ke2: string; caCertificate: string };
+  const caDer = new Uint8Array(new X509Certificate(challenge.caCertificate).raw);
+  const finished = await finishLogin({ state: login.state, ke2: challenge.ke2, code: code.code, caDer });
+  expect(finished).toBeDefined();
+  const keys = await deriveBindingKeys(finished!.sessionKey);
+  const transcript = await bindingTranscript({
+    session: challenge.session,
+    ke1: fromBase64Url(login.ke1),
+    ke2: fromBase64Url(challenge.ke2),
+    caFingerprint: caFingerprint(caDer),
+    clientKeyFingerprint: identity.keyFingerprint,
+    exporter: connection.exporter(),
+  });
+  return { body: { pake: { session: challenge.session, ke3: finished!.ke3 }, release: "0.6.0" }, binding: await clientBinding(keys.kc, transcript) };
+}
+
+const connectAs = (identity: MachineIdentity) => openPinnedConnection({ host: h.server.joinHost, port: h.server.joinPort, identity });
+
+// ---------------------------------------------------------------- the attacks
+
+describe("attacks on the join exchange", () => {
+  it("a relay that swaps the CA in the answer: the joiner stops before KE3", async () => {
+    const other = await createClusterCa();
+    const leaf = await issueListenerCertificate(other, { hosts: ["127.0.0.1"] });
+    const relay = await startRelay(leaf, (body) => ({ ...body, caCertificate: other.certPem }));
+    try {
+      const before = await joins();
+      const error = await registerMachine({ url: relay.url, identity: await createMachineIdentity(), release: "0.6.0" }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(JoinProtocolError);
+      expect((error as JoinProtocolError).code).toBe("LISTENER_NOT_PROVEN");
+      expect(kePaths(relay)).toEqual([]);
+      expect(await joins()).toBe(before);
+    } finally {
+      await relay.close();
+    }
+  });
+
+  it("a relay with a leaf from another CA: the chain check stops it before KE3", async () => {
+    const other = await createClusterCa();
+    const relay = await startRelay(await issueListenerCertificate(other, { hosts: ["127.0.0.1"] }));
+    try {
+      const before = await joins();
+      const error = await registerMachine({ url: relay.url, identity: await createMachineIdentity(), release: "0.6.0" }).catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: "LISTENER_CERTIFICATE", check: "chain" });
+      expect(kePaths(relay)).toEqual([]);
+      expect(await joins()).toBe(before);
+    } finally {
+      await relay.close();
+    }
+  });
+
+  it("a relay with a node transport leaf of the cluster's own CA: the role check stops it", async () => {
+    const nodeLeaf = await issueNodeCertificate(h.server.cluster.ca, { nodeId: "n-stolen01", hosts: ["127.0.0.1"] });
+    const relay = await startRelay(nodeLeaf);
+    try {
+      const before = await joins();
+      const error = await registerMachine({ url: relay.url, identity: await createMachineIdentity(), release: "0.6.0" }).catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: "LISTENER_CERTIFICATE", check: "role" });
+      expect(kePaths(relay)).toEqual([]);
+      expect(await joins()).toBe(before);
+    } finally {
+      await relay.close();
+    }
+  });
+
+  it("a relay with a listener leaf of the cluster's CA that terminates TLS: the server's binding check fails", async () => {
+    const stolen = await issueListenerCertificate(h.server.cluster.ca, { hosts: ["127.0.0.1"] });
+    const relay = await startRelay(stolen);
+    try {
+      const before = await joins();
+      const error = await registerMachine({ url: relay.url, identity: await createMachineIdentity(), release: "0.6.0" }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(StratumApiError);
+      expect((error as StratumApiError).status).toBe(401);
+      expect((error as StratumApiError).code).toBe("JOIN_CODE_INVALID");
+      expect(kePaths(relay)).toEqual(["POST /v1/join/registrations"]);
+      expect(await joins()).toBe(before);
+    } finally {
+      await relay.close();
+    }
+  });
+
+  it("KE3 on another connection is refused (409 JOIN_PAKE_RESTART), and nothing is registered", async () => {
+    const identity = await createMachineIdentity();
+    const first = await connectAs(identity);
+    const second = await connectAs(identity);
+    try {
+      const before = await joins();
+      const proof = await rawProof(first, identity);
+      const answer = await second.request({ method: "POST", path: "/v1/join/registrations", headers: { "join-binding": proof.binding }, json: proof.body });
+      expect(answer.status).toBe(409);
+      expect(answer.json).toMatchObject({ code: "JOIN_PAKE_RESTART" });
+      expect(await joins()).toBe(before);
+    } finally {
+      await first.close();
+      await second.close();
+    }
+  });
+
+  it("a replayed KE3 finds nothing (409 JOIN_PAKE_RESTART)", async () => {
+    const identity = await createMachineIdentity();
+    const connection = await connectAs(identity);
+    try {
+      const proof = await rawProof(connection, identity);
+      const ok = await connection.request({ method: "POST", path: "/v1/join/code-checks", headers: { "join-binding": proof.binding }, json: proof.body });
+      expect(ok.status).toBe(200);
+      const replay = await connection.request({ method: "POST", path: "/v1/join/registrations", headers: { "join-binding": proof.binding }, json: proof.body });
+      expect(replay.status).toBe(409);
+      expect(replay.json).toMatchObject({ code: "JOIN_PAKE_RESTART" });
+    } finally {
+      await connection.close();
+    }
+  });
+
+  it("a session past its expiry is refused (409 JOIN_PAKE_RESTART)", async () => {
+    const identity = await createMachineIdentity();
+    const connection = await connectAs(identity);
+    try {
+      const before = await joins();
+      const proof = await rawProof(connection, identity);
+      await new Promise((r) => setTimeout(r, 1700));
+      const answer = await connection.request({ method: "POST", path: "/v1/join/registrations", headers: { "join-binding": proof.binding }, json: proof.body });
+      expect(answer.status).toBe(409);
+      expect(answer.json).toMatchObject({ code: "JOIN_PAKE_RESTART" });
+      expect(await joins()).toBe(before);
+    } finally {
+      await connection.close();
+    }
+  });
+
+  it("an unknown selector gets a KE2 of the same length and the real CA", async () => {
+    const identity = await createMachineIdentity();
+    const connection = await connectAs(identity);
+    try {
+      const login = await startLogin(code.code);
+      const real = await connection.request({ method: "POST", path: "/v1/join/pake", json: { selector: code.selector, ke1: login.ke1 } });
+      const unknownSelector = code.selector === "ZZ" ? "ZY" : "ZZ";
+      const fake = await connection.request({ method: "POST", path: "/v1/join/pake", json: { selector: unknownSelector, ke1: login.ke1 } });
+      expect(fake.status).toBe(200);
+      const a = real.json as { ke2: string; caCertificate: string };
+      const b = fake.json as { ke2: string; caCertificate: string };
+      expect(b.ke2.length).toBe(a.ke2.length);
+      expect(b.caCertificate).toBe(a.caCertificate);
+    } finally {
+      await connection.close();
+    }
+  });
+
+  it("TLS 1.2 is refused by the listener", async () => {
+    const identity = await createMachineIdentity();
+    const outcome = await new Promise<string>((resolve) => {
+      const socket = tlsConnect({
+        host: h.server.joinHost,
+        port: h.server.joinPort,
+        cert: identity.certPem,
+        key: identity.keyPem,
+        maxVersion: "TLSv1.2",
+        rejectUnauthorized: false,
+      });
+      socket.once("secureConnect", () => {
+        resolve(`connected with ${socket.getProtocol()}`);
+        socket.destroy();
+      });
+      socket.once("error", (error) => resolve(`refused: ${error.message}`));
+    });
+    expect(outcome).toMatch(/^refused/);
+  });
+
+  it("the 11th unproven attempt burns the code: the right code then fails, with the reason", async () => {
+    const minted = await h.admin.mintJoinCode({ endpoint: h.server.joinEndpoint });
+    const target = parseJoinUrl(minted.url).code;
+    const identity = await createMachineIdentity();
+    const connections = await Promise.all(Array.from({ length: 11 }, () => connectAs(identity)));
+    try {
+      // Eleven KE1s at once, none finished: each counts as an attempt not proven.
+      const answers = await Promise.all(
+        connections.map(async (c) => c.request({ method: "POST", path: "/v1/join/pake", json: { selector: target.selector, ke1: (await startLogin(target.code)).ke1 } })),
+      );
+      for (const answer of answers) expect(answer.status).toBe(200);
+    } finally {
+      await Promise.all(connections.map((c) => c.close()));
+    }
+    const listed = (await h.admin.listJoinCodes()).items.find((c) => c.id === minted.joinCode.id)!;
+    expect(listed.state).toBe("revoked");
+    expect(listed.revokedBy).toBe("system:too-many-attempts");
+    const error = await checkJoinCode({ url: minted.url, release: "0.6.0" }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StratumApiError);
+    expect((error as StratumApiError).code).toBe("JOIN_CODE_REVOKED");
+    expect((error as StratumApiError).details).toMatchObject({ revokedBy: "system:too-many-attempts" });
+  });
+});
