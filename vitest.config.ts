@@ -1,6 +1,18 @@
 import { defineConfig } from "vitest/config";
 
+import { fileURLToPath } from "node:url";
+
+// Examples import the package by its name, as a user would; tests run them from source.
+const source = (path: string) => fileURLToPath(new URL(path, import.meta.url));
+
 export default defineConfig({
+  resolve: {
+    alias: [
+      { find: /^@stratum\/join$/, replacement: source("./src/index.ts") },
+      { find: /^@stratum\/join\/node$/, replacement: source("./src/node/index.ts") },
+      { find: /^@stratum\/join\/testing$/, replacement: source("./src/testing/index.ts") },
+    ],
+  },
   test: {
     include: ["test/**/*.test.ts", "examples/**/*.test.ts"],
     exclude: ["**/node_modules/**", "examples/console/dist/**"],

@@ -38,3 +38,6 @@ export { collectInventory, type CollectInventoryOptions } from "./inventory/inde
 export { JoinProtocolError, IdentityError, type JoinProtocolErrorCode, type ListenerCertificateCheck } from "./errors.js";
 export { spkiFingerprint, caFingerprint } from "./pki.js";
 export * from "../release/index.js";
+// The joiner's downloadRelease also takes the join session and identity, for a served release.
+export { downloadRelease, type JoinerDownloadReleaseOptions } from "./self-upgrade.js";
+export { founderReleaseSource } from "./founder-source.js";

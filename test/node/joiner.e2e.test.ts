@@ -18,8 +18,8 @@ import {
   waitForRegistration,
   watchRegistration,
   writeDelivery,
-  type Registration,
 } from "../../src/node/index.js";
+import type { Registration } from "../../src/index.js";
 import { startHarness, type Harness } from "./harness.js";
 
 let h: Harness;

@@ -1,0 +1,70 @@
+/**
+ * Errors of the Node-only join machinery: the pinned TLS connection, the listener's
+ * certificate, the channel binding and the machine identity. They extend
+ * {@link StratumError}, so `StratumError.is` and the `code` branch work as everywhere else.
+ * @module
+ */
+
+import { StratumError } from "../errors/index.js";
+
+/** The codes a {@link JoinProtocolError} carries. */
+export type JoinProtocolErrorCode =
+  /** `finishLogin` failed: the listener did not prove the code (mistyped, or not this cluster's listener). */
+  | "LISTENER_NOT_PROVEN"
+  /** The listener's TLS leaf failed a check against the pinned CA; see {@link JoinProtocolError.check}. */
+  | "LISTENER_CERTIFICATE"
+  /** The server's `Join-Binding` did not match the transcript: the connection is relayed or tampered with. */
+  | "BINDING_MISMATCH"
+  /** The server's pairing code differs from the one computed locally. */
+  | "PAIRING_MISMATCH"
+  /** The exchange would have continued over a second socket, which breaks the TLS channel binding. */
+  | "CONNECTION_CHANGED"
+  /** The TLS handshake failed (wrong version, alert, reset during the handshake). */
+  | "TLS_FAILED";
+
+/** Which check of the listener's certificate failed (with `LISTENER_CERTIFICATE`). */
+export type ListenerCertificateCheck =
+  /** The peer presented no certificate, or one that could not be parsed. */
+  | "missing"
+  /** The leaf is not signed by the pinned CA (directly or through one intermediate the CA signed). */
+  | "chain"
+  /** A certificate of the chain is not valid at the time of the check. */
+  | "validity"
+  /** The leaf's SANs do not name the dialled host or IP. */
+  | "name"
+  /** The leaf lacks the listener role (URI SAN `urn:stratum:join-listener`). */
+  | "role";
+
+/**
+ * The join protocol could not go on safely: the listener is not who it claims, the channel
+ * is not the one the PAKE was bound to, or TLS itself failed. Branch on `code`; never retry
+ * a `LISTENER_*`, `BINDING_MISMATCH` or `PAIRING_MISMATCH` blindly, they mean someone else
+ * may be on the line.
+ */
+export class JoinProtocolError extends StratumError {
+  /** What went wrong; stable, meant to be branched on. */
+  declare readonly code: JoinProtocolErrorCode;
+  /** With `LISTENER_CERTIFICATE`: the check that failed. */
+  readonly check: ListenerCertificateCheck | undefined;
+
+  constructor(code: JoinProtocolErrorCode, message: string, options?: { cause?: unknown; check?: ListenerCertificateCheck }) {
+    super(code, message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = "JoinProtocolError";
+    this.check = options?.check;
+  }
+}
+
+/**
+ * A machine identity (certificate + private key) that cannot be used: unparsable PEM, an
+ * encrypted or unsupported key, or a key that does not belong to the certificate. The
+ * message never contains key material.
+ */
+export class IdentityError extends StratumError {
+  /** Always `IDENTITY_INVALID`. */
+  declare readonly code: "IDENTITY_INVALID";
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("IDENTITY_INVALID", message, options);
+    this.name = "IdentityError";
+  }
+}

@@ -1,0 +1,183 @@
+/**
+ * OPAQUE (RFC 9807, ristretto255, @serenity-kit/opaque) with the join protocol's fixed
+ * parameters (PROTOCOL.md section 2): password = the canonical 11-symbol join code, key
+ * stretching `memory-constrained` Argon2id, identifiers `{ client: "stratum-join", server:
+ * "sha256:" + lower-case hex SHA-256 of the cluster CA's DER }`. Binding the server identifier
+ * to the CA means a listener of another cluster (another CA) cannot complete the login even if
+ * it somehow held the record. Messages (`ke1`, `ke2`, `ke3`, records, states) are the library's
+ * base64url strings; session keys are bytes.
+ *
+ * The Argon2 of `finishLogin` and of `createJoinCodeRecord` runs synchronously in WebAssembly
+ * and blocks the event loop: about 230 ms on a current server core (measured by
+ * test/node/opaque.test.ts), several times that on a small board.
+ * @module
+ */
+
+import { createHash } from "node:crypto";
+import * as opaque from "@serenity-kit/opaque";
+
+/** Key stretching of the protocol, on mint and on every login. */
+const KEY_STRETCHING = "memory-constrained" as const;
+/** OPAQUE client identifier of every joiner. */
+export const OPAQUE_CLIENT_IDENTIFIER = "stratum-join";
+
+/** The OPAQUE identifiers for a cluster CA: `{ client: "stratum-join", server: "sha256:<hex of SHA-256(caDer)>" }`. */
+export function opaqueIdentifiers(caDer: Uint8Array): { client: string; server: string } {
+  return { client: OPAQUE_CLIENT_IDENTIFIER, server: `sha256:${createHash("sha256").update(caDer).digest("hex")}` };
+}
+
+/** Resolves once the library's WebAssembly is loaded. The other functions await it themselves. */
+export function opaqueReady(): Promise<void> {
+  return opaque.ready;
+}
+
+function bytes(base64url: string): Uint8Array {
+  return new Uint8Array(Buffer.from(base64url, "base64url"));
+}
+
+/** Client state between {@link startLogin} and {@link finishLogin}. Secret-bearing: keep it in memory only. */
+export interface ClientLoginStart {
+  /** Opaque client state for {@link finishLogin}. */
+  state: string;
+  /** KE1, sent in `POST /v1/join/pake`. */
+  ke1: string;
+}
+
+/**
+ * Joiner, step 1: the login request (KE1) for a join code.
+ * @param code the canonical join code (11 symbols, upper case, no dashes)
+ */
+export async function startLogin(code: string): Promise<ClientLoginStart> {
+  await opaque.ready;
+  const { clientLoginState, startLoginRequest } = opaque.client.startLogin({ password: code });
+  return { state: clientLoginState, ke1: startLoginRequest };
+}
+
+/** The joiner's result of a login in which the listener proved it holds the code's record. */
+export interface ClientLoginFinish {
+  /** The OPAQUE session key (64 bytes); input of the channel binding and the pairing code. */
+  sessionKey: Uint8Array;
+  /** KE3, sent in the body of the next call on the same connection. */
+  ke3: string;
+}
+
+/**
+ * Joiner, step 2: checks the listener's KE2 against the code and the CA it sent. Undefined
+ * when the listener did not prove the code: a mistyped code, a fake KE2 for an unknown
+ * selector, another cluster's listener (other CA), or a malformed KE2. Runs Argon2 (about a
+ * quarter of a second on a fast core, blocking).
+ * @param options.state from {@link startLogin}
+ * @param options.ke2 the listener's answer
+ * @param options.code the same canonical code
+ * @param options.caDer the CA certificate the listener sent with KE2, DER
+ */
+export async function finishLogin(options: { state: string; ke2: string; code: string; caDer: Uint8Array }): Promise<ClientLoginFinish | undefined> {
+  await opaque.ready;
+  let result: ReturnType<typeof opaque.client.finishLogin>;
+  try {
+    result = opaque.client.finishLogin({
+      clientLoginState: options.state,
+      loginResponse: options.ke2,
+      password: options.code,
+      identifiers: opaqueIdentifiers(options.caDer),
+      keyStretching: KEY_STRETCHING,
+    });
+  } catch {
+    // A KE2 that does not even decode proves nothing either; the caller's answer is the same.
+    return undefined;
+  }
+  if (!result) return undefined;
+  return { sessionKey: bytes(result.sessionKey), ke3: result.finishLoginRequest };
+}
+
+/**
+ * Founder, at mint: runs the whole OPAQUE registration in-process (client and server side,
+ * since the founder knows the code at that moment) and returns the registration record, the
+ * only thing stored. Runs Argon2 (about a quarter of a second on a fast core, blocking).
+ * @param options.serverSetup the cluster's OPAQUE server setup (secret, long-lived)
+ * @param options.codeId the code's id: the server-side credential identifier
+ * @param options.code the canonical join code
+ * @param options.caDer the cluster root CA the code is minted under, DER
+ */
+export async function createJoinCodeRecord(options: { serverSetup: string; codeId: string; code: string; caDer: Uint8Array }): Promise<string> {
+  await opaque.ready;
+  const { clientRegistrationState, registrationRequest } = opaque.client.startRegistration({ password: options.code });
+  const { registrationResponse } = opaque.server.createRegistrationResponse({
+    serverSetup: options.serverSetup,
+    userIdentifier: options.codeId,
+    registrationRequest,
+  });
+  const { registrationRecord } = opaque.client.finishRegistration({
+    clientRegistrationState,
+    registrationResponse,
+    password: options.code,
+    identifiers: opaqueIdentifiers(options.caDer),
+    keyStretching: KEY_STRETCHING,
+  });
+  return registrationRecord;
+}
+
+/** Creates a new OPAQUE server setup (the listener's long-term OPAQUE key). Secret. */
+export async function createServerSetup(): Promise<string> {
+  await opaque.ready;
+  return opaque.server.createSetup();
+}
+
+/** Listener state between {@link startServerLogin} and {@link finishServerLogin}. Secret-bearing. */
+export interface ServerLoginStart {
+  /** Opaque server state for {@link finishServerLogin}. */
+  state: string;
+  /** KE2, returned in the PAKE answer. */
+  ke2: string;
+}
+
+/**
+ * Listener, step 1: answers a KE1. With `registrationRecord: null` (a selector with no code)
+ * the library builds a fake KE2 of the same length, derived from the server setup and
+ * `codeId`, so an outsider cannot tell live selectors from unused ones; pass the selector as
+ * `codeId` then, so repeated probes of one selector get consistent answers.
+ * @param options.serverSetup the cluster's OPAQUE server setup
+ * @param options.codeId the code's id (the same as at mint), or the selector for a fake
+ * @param options.registrationRecord the code's record, or null for a fake KE2
+ * @param options.ke1 the joiner's KE1
+ * @param options.caDer the cluster root CA, DER (the one sent with KE2)
+ */
+export async function startServerLogin(options: {
+  serverSetup: string;
+  codeId: string;
+  registrationRecord: string | null;
+  ke1: string;
+  caDer: Uint8Array;
+}): Promise<ServerLoginStart> {
+  await opaque.ready;
+  const { serverLoginState, loginResponse } = opaque.server.startLogin({
+    serverSetup: options.serverSetup,
+    userIdentifier: options.codeId,
+    registrationRecord: options.registrationRecord,
+    startLoginRequest: options.ke1,
+    identifiers: opaqueIdentifiers(options.caDer),
+  });
+  return { state: serverLoginState, ke2: loginResponse };
+}
+
+/**
+ * Listener, step 2: checks KE3. Returns the session key (the same bytes the joiner got) or
+ * undefined when KE3 does not verify (the joiner does not know the code, or the KE3 belongs
+ * to another login).
+ * @param options.state from {@link startServerLogin}
+ * @param options.ke3 the joiner's KE3
+ * @param options.caDer the same CA as in {@link startServerLogin}
+ */
+export async function finishServerLogin(options: { state: string; ke3: string; caDer: Uint8Array }): Promise<Uint8Array | undefined> {
+  await opaque.ready;
+  try {
+    const { sessionKey } = opaque.server.finishLogin({
+      serverLoginState: options.state,
+      finishLoginRequest: options.ke3,
+      identifiers: opaqueIdentifiers(options.caDer),
+    });
+    return bytes(sessionKey);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,421 @@
+/**
+ * One TLS 1.3 connection to the join listener, held for a whole exchange. The PAKE is bound to
+ * the TLS exporter of this very connection (PROTOCOL.md section 2), so the HTTP client on top
+ * of it must never quietly reconnect: a second socket would have another exporter and the
+ * binding would fail, or worse, a reconnect could land somewhere else. The undici `Client`
+ * here gets exactly one socket, the one opened and checked by this module, and a request that
+ * would need another fails with `CONNECTION_CHANGED`.
+ *
+ * Also the server side's TLS settings and helpers, so the listener and the joiner compute the
+ * exporter and the key fingerprint the same way.
+ * @module
+ */
+
+import { X509Certificate as NodeX509Certificate } from "node:crypto";
+import { isIP } from "node:net";
+import * as tls from "node:tls";
+import { Client, type Dispatcher } from "undici";
+import { NetworkError, ResponseValidationError, StratumError, TimeoutError } from "../errors/index.js";
+import { JoinProtocolError } from "./errors.js";
+import type { MachineIdentity } from "./identity.js";
+import { spkiFingerprint, verifyListenerCertificate } from "./pki.js";
+
+/** RFC 9266 `tls-exporter` channel binding label; 32 bytes, as PROTOCOL.md fixes. */
+const EXPORTER_LABEL = "EXPORTER-Channel-Binding";
+const EXPORTER_LENGTH = 32;
+const EMPTY_CONTEXT = Buffer.alloc(0);
+const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+// Idle time undici tolerates on the socket between requests. It must outlast the joiner's
+// Argon2 (finishLogin) and checks between the PAKE answer and KE3, and the gap between two
+// long polls; a server's `Keep-Alive: timeout=N` hint can still shorten it.
+const KEEP_ALIVE_MS = 10 * 60_000;
+// A long poll holds the request for up to 30 s before the first header byte arrives.
+const HEADERS_TIMEOUT_MS = 120_000;
+const BODY_TIMEOUT_MS = 120_000;
+const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The RFC 9266 TLS exporter of a TLS 1.3 socket: 32 bytes for label `EXPORTER-Channel-Binding`.
+ * Called with an empty context, as RFC 9266 specifies. In TLS 1.3 (RFC 8446 7.5) "no context"
+ * and "empty context" are the same computation and Node/OpenSSL agree (checked in
+ * test/node/pinned-connection.test.ts); still, the joiner and the listener both call this
+ * helper so they can never disagree on it.
+ * @throws JoinProtocolError `TLS_FAILED` if the socket is not (or no longer) TLS 1.3
+ */
+export function tlsExporter(socket: tls.TLSSocket): Uint8Array {
+  // Before TLS 1.3 the exporter without extended master secret is not a safe channel binding.
+  if (socket.getProtocol() !== "TLSv1.3") {
+    throw new JoinProtocolError("TLS_FAILED", "the TLS exporter is only used on a TLS 1.3 connection");
+  }
+  return new Uint8Array(socket.exportKeyingMaterial(EXPORTER_LENGTH, EXPORTER_LABEL, EMPTY_CONTEXT));
+}
+
+/**
+ * The certificates the peer presented, DER, leaf first, following Node's issuer links and
+ * stopping where a certificate issues itself (Node links a self-signed root to itself) or a
+ * certificate repeats.
+ */
+export function peerChainOf(socket: tls.TLSSocket): Uint8Array[] {
+  const chain: Uint8Array[] = [];
+  const seen = new Set<string>();
+  let cert: tls.DetailedPeerCertificate | undefined = socket.getPeerCertificate(true);
+  while (cert && cert.raw && cert.raw.length > 0 && !seen.has(cert.fingerprint256)) {
+    seen.add(cert.fingerprint256);
+    chain.push(new Uint8Array(cert.raw));
+    if (!cert.issuerCertificate || cert.issuerCertificate === cert) break;
+    cert = cert.issuerCertificate;
+  }
+  return chain;
+}
+
+/** Response headers as undici gives them: lower-case names, repeated headers as arrays. */
+export type IncomingHttpHeaders = Record<string, string | string[] | undefined>;
+
+/** What {@link PinnedConnection.request} sends. */
+export interface PinnedRequest {
+  /** HTTP method (default `GET`). */
+  method?: Dispatcher.HttpMethod;
+  /** Path and query, e.g. `/v1/join/pake`. */
+  path: string;
+  /** Request headers. */
+  headers?: Record<string, string>;
+  /** A value sent as JSON (sets `content-type: application/json`). */
+  json?: unknown;
+  /** A raw body; ignored when `json` is given. */
+  body?: string | Uint8Array;
+  /** Aborts the request; the abort is re-thrown as is. Aborting a request in flight closes the connection. */
+  signal?: AbortSignal;
+  /** Refuse bodies larger than this (default 16 MiB). */
+  maxBodyBytes?: number;
+}
+
+/** What {@link PinnedConnection.request} returns. */
+export interface PinnedResponse {
+  /** HTTP status. */
+  status: number;
+  /** Response headers, lower-case names. */
+  headers: IncomingHttpHeaders;
+  /** The whole body. */
+  body: Uint8Array;
+  /** The body parsed, when the content type is JSON (`application/json`, `…+json`) and the body is not empty. */
+  json: unknown;
+}
+
+/** A TLS 1.3 connection to the listener, held for one exchange, with an HTTP client on it. */
+export interface PinnedConnection {
+  /** The undici client bound to this connection's one socket; pipelining 1. */
+  readonly client: Client;
+  /** False once the socket is closed (by either side) or {@link close} was called. */
+  readonly alive: boolean;
+  /** The TLS exporter of this connection ({@link tlsExporter}), read at handshake time. */
+  exporter(): Uint8Array;
+  /** The listener's certificates as presented, DER, leaf first ({@link peerChainOf}). */
+  peerChainDer(): Uint8Array[];
+  /** Sends one request on this connection and reads the whole answer. */
+  request(request: PinnedRequest): Promise<PinnedResponse>;
+  /** Closes the HTTP client (after requests in flight) and the socket. */
+  close(): Promise<void>;
+}
+
+/** Options of {@link openPinnedConnection}. */
+export interface OpenPinnedConnectionOptions {
+  /** Host name or IP literal to dial (IPv6 with or without brackets). Also the name the listener's leaf must carry. */
+  host: string;
+  /** TCP port. */
+  port: number;
+  /** The client certificate and key presented in the handshake. */
+  identity: Pick<MachineIdentity, "certPem" | "keyPem">;
+  /**
+   * The pinned cluster CA, DER. Absent before the PAKE: trust then comes from the PAKE and
+   * the joiner must call `verifyListenerCertificate` with the CA of the PAKE answer. When
+   * given, the connection is refused unless the listener's leaf passes that check.
+   */
+  ca?: Uint8Array | undefined;
+  /** SNI to send; default: `host` when it is a name (never an IP literal, RFC 6066). */
+  servername?: string;
+  /** Aborts the connection attempt; the abort is re-thrown as is. */
+  signal?: AbortSignal;
+  /** Time allowed for TCP + TLS (default 10 s); then `TimeoutError`. */
+  connectTimeoutMs?: number;
+}
+
+function bareHost(host: string): string {
+  return host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
+}
+
+function caPem(der: Uint8Array): string {
+  try {
+    return new NodeX509Certificate(der).toString();
+  } catch (cause) {
+    throw new StratumError("INVALID_ARGUMENT", "the pinned CA is not a DER certificate", { cause });
+  }
+}
+
+/** Opens the TLS socket and runs the listener check; resolves once it is safe to use. */
+function connectTls(options: OpenPinnedConnectionOptions): Promise<tls.TLSSocket> {
+  const { signal } = options;
+  const host = bareHost(options.host);
+  const servername = options.servername ?? (isIP(host) === 0 ? host : undefined);
+  return new Promise<tls.TLSSocket>((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    let tcpConnected = false;
+    let settled = false;
+    const socket = tls.connect({
+      host,
+      port: options.port,
+      ...(servername !== undefined && isIP(servername) === 0 ? { servername } : {}),
+      cert: options.identity.certPem,
+      key: options.identity.keyPem,
+      minVersion: "TLSv1.3",
+      maxVersion: "TLSv1.3",
+      // Before the PAKE the CA is unknown; with a CA, verifyListenerCertificate below is the
+      // authority (it also checks the listener role, which OpenSSL cannot). OpenSSL's own
+      // verdict against `ca` is consulted as a second opinion, never as the only one.
+      rejectUnauthorized: false,
+      ...(options.ca ? { ca: caPem(options.ca) } : {}),
+      checkServerIdentity: () => undefined,
+    });
+    const timer = setTimeout(
+      () => fail(new TimeoutError(`no TLS connection to ${options.host}:${options.port} within ${options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS} ms`)),
+      options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+    );
+    const onAbort = (): void => fail(signal?.reason);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    const onError = (error: Error): void =>
+      fail(
+        tcpConnected
+          ? new JoinProtocolError("TLS_FAILED", `TLS 1.3 handshake with ${options.host}:${options.port} failed: ${error.message}`, { cause: error })
+          : new NetworkError(`cannot connect to ${options.host}:${options.port}: ${error.message}`, { cause: error }),
+      );
+    const onClose = (): void => onError(new Error("the connection closed during the handshake"));
+    const cleanup = (): void => {
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+      socket.off("error", onError);
+      socket.off("close", onClose);
+    };
+    function fail(error: unknown): void {
+      if (settled) return;
+      cleanup();
+      socket.destroy();
+      reject(error);
+    }
+    socket.once("connect", () => {
+      tcpConnected = true;
+    });
+    socket.on("error", onError);
+    socket.once("close", onClose);
+    socket.once("secureConnect", () => {
+      if (settled) return;
+      try {
+        if (socket.getProtocol() !== "TLSv1.3") throw new JoinProtocolError("TLS_FAILED", "the listener did not speak TLS 1.3");
+        if (options.ca) {
+          verifyListenerCertificate({ chain: peerChainOf(socket), caDer: options.ca, dialledHost: host });
+          if (!socket.authorized) {
+            throw new JoinProtocolError("LISTENER_CERTIFICATE", `listener certificate: refused by OpenSSL against the pinned CA (${String(socket.authorizationError)})`, { check: "chain" });
+          }
+        }
+      } catch (error) {
+        fail(error);
+        return;
+      }
+      cleanup();
+      resolve(socket);
+    });
+  });
+}
+
+/**
+ * Opens one TLS 1.3 connection to the listener, presenting `identity` as the client
+ * certificate, and puts an undici `Client` on it that can never open a second one. With `ca`,
+ * the listener's leaf is checked (`verifyListenerCertificate`: chain to the CA, validity, the
+ * dialled host in its SANs, the listener role) before this resolves.
+ * @throws NetworkError when the TCP connection fails; JoinProtocolError `TLS_FAILED` when the
+ *   handshake fails (e.g. the peer does not speak TLS 1.3), `LISTENER_CERTIFICATE` when the
+ *   leaf fails the check; TimeoutError after `connectTimeoutMs`; the signal's reason on abort
+ */
+export async function openPinnedConnection(options: OpenPinnedConnectionOptions): Promise<PinnedConnection> {
+  const socket = await connectTls(options);
+  // Read now: both are needed after the socket may have closed (error reports, binding checks).
+  const exporter = tlsExporter(socket);
+  const chain = peerChainOf(socket);
+  let closed = false;
+  // Until undici takes the socket over, an error (a reset by the server) must not go unhandled.
+  socket.on("error", () => {});
+
+  let handedOver = false;
+  const host = bareHost(options.host);
+  const origin = `https://${isIP(host) === 6 ? `[${host}]` : host}:${options.port}`;
+  const client = new Client(origin, {
+    connect: (_connectOptions, callback) => {
+      // Answer asynchronously, as a real connector does: undici calls the connector from inside
+      // its dispatch loop and ignores a re-entrant resume, so a synchronous answer would leave
+      // the first request queued forever.
+      queueMicrotask(() => {
+        if (!handedOver && !socket.destroyed) {
+          handedOver = true;
+          callback(null, socket);
+          return;
+        }
+        callback(
+          new JoinProtocolError(
+            "CONNECTION_CHANGED",
+            "the connection to the join listener was closed; the exchange cannot continue on a new connection, start it again",
+          ),
+          null,
+        );
+      });
+    },
+    pipelining: 1,
+    keepAliveTimeout: KEEP_ALIVE_MS,
+    keepAliveMaxTimeout: KEEP_ALIVE_MS,
+    headersTimeout: HEADERS_TIMEOUT_MS,
+    bodyTimeout: BODY_TIMEOUT_MS,
+  });
+
+  const connection: PinnedConnection = {
+    client,
+    get alive() {
+      return !closed && !socket.destroyed && socket.readyState === "open";
+    },
+    exporter: () => exporter.slice(),
+    peerChainDer: () => chain.map((der) => der.slice()),
+    request: (request) => sendRequest(client, request),
+    close: async () => {
+      closed = true;
+      try {
+        await client.close();
+      } catch {
+        // Closing is best effort; the socket is destroyed below either way.
+      } finally {
+        socket.destroy();
+      }
+    },
+  };
+  return connection;
+}
+
+async function sendRequest(client: Client, request: PinnedRequest): Promise<PinnedResponse> {
+  const method = request.method ?? "GET";
+  const operation = `${method} ${request.path}`;
+  const headers: Record<string, string> = { ...request.headers };
+  let body: string | Uint8Array | undefined = request.body;
+  if (request.json !== undefined) {
+    body = JSON.stringify(request.json);
+    headers["content-type"] = "application/json";
+  }
+  const maxBodyBytes = request.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const { signal } = request;
+  try {
+    const response = await client.request({ method, path: request.path, headers, body: body ?? null, signal: signal ?? null });
+    const chunks: Uint8Array[] = [];
+    let total = 0;
+    for await (const chunk of response.body) {
+      total += (chunk as Uint8Array).length;
+      if (total > maxBodyBytes) {
+        response.body.destroy();
+        throw new StratumError("RESPONSE_TOO_LARGE", `the answer of ${operation} is larger than ${maxBodyBytes} bytes`);
+      }
+      chunks.push(chunk as Uint8Array);
+    }
+    const bytes = new Uint8Array(Buffer.concat(chunks));
+    const contentType = String(response.headers["content-type"] ?? "");
+    let json: unknown;
+    if (bytes.length > 0 && /^application\/([a-z0-9.+-]*\+)?json\b/i.test(contentType)) {
+      try {
+        json = JSON.parse(Buffer.from(bytes).toString("utf8"));
+      } catch {
+        throw new ResponseValidationError(operation, [{ path: "", message: "the body is not valid JSON" }]);
+      }
+    }
+    return { status: response.statusCode, headers: response.headers, body: bytes, json };
+  } catch (error) {
+    if (signal?.aborted) throw signal.reason;
+    if (StratumError.is(error)) throw error;
+    throw new NetworkError(`${operation} failed: ${(error as Error).message}`, { cause: error });
+  }
+}
+
+/**
+ * TLS options of the join listener: TLS 1.3 only, a client certificate requested but any key
+ * accepted (`rejectUnauthorized: false`: the key is the identity, the PAKE and the key pin do
+ * the authorising). Session tickets cannot be switched off through options in TLS 1.3 (Node
+ * has no `num_tickets`; `SSL_OP_NO_TICKET` only makes OpenSSL send stateful tickets,
+ * `sessionTimeout: 0` and `ticketKeys` change nothing); call {@link disableSessionTickets} on
+ * the server created with these options.
+ *
+ * Also set the HTTP server's `keepAliveTimeout` well above the joiner's pause between the PAKE
+ * answer and KE3 (Argon2 runs in between; 65 s or more): Node's default of 5 s would close the
+ * connection the exchange is bound to.
+ * @param options.certPem the listener's leaf (plus any intermediate), PEM
+ * @param options.keyPem its key, PEM
+ * @param options.caPem the cluster CA, PEM (optional): set as `ca`, so `socket.authorized`
+ *   tells whether a client certificate chains to the cluster CA; nothing is refused for it
+ */
+export function tlsServerOptions(options: { certPem: string; keyPem: string; caPem?: string }): tls.TlsOptions {
+  return {
+    cert: options.certPem,
+    key: options.keyPem,
+    ...(options.caPem ? { ca: options.caPem } : {}),
+    minVersion: "TLSv1.3",
+    maxVersion: "TLSv1.3",
+    requestCert: true,
+    rejectUnauthorized: false,
+  };
+}
+
+interface NativeSecureContext {
+  enableTicketKeyCallback?: () => void;
+  onticketkeycallback?: (name: Buffer, iv: Buffer, encrypt: boolean) => [number, Buffer, Buffer, Buffer, Buffer];
+}
+
+const NO_TICKETS = Symbol.for("stratum.join.noSessionTickets");
+
+/**
+ * Makes a `tls.Server` (or `https.Server`) issue no TLS 1.3 session tickets and accept none, so
+ * there is no resumption: every connection does a full handshake with the client certificate.
+ *
+ * How: Node exposes no public switch for TLS 1.3 tickets, so this installs a ticket-key
+ * callback on the server's native secure context that answers "no key" (0). For a ticket to
+ * send, OpenSSL then aborts its construction (TLS 1.3 forbids an empty ticket, so none is
+ * sent); for a ticket offered by a client it does a full handshake. It relies on Node's
+ * internal `_sharedCreds.context.enableTicketKeyCallback`, present since Node 0.x and kept for
+ * Node's own tests; test/node/pinned-connection.test.ts counts the client's `'session'` events
+ * so a Node that drops it fails loudly. `setSecureContext` is wrapped to re-apply it.
+ * @throws JoinProtocolError `TLS_FAILED` if this Node does not offer the hook
+ */
+export function disableSessionTickets(server: tls.Server): void {
+  const target = server as tls.Server & { _sharedCreds?: { context?: NativeSecureContext }; [NO_TICKETS]?: true };
+  const apply = (): void => {
+    const context = target._sharedCreds?.context;
+    if (!context || typeof context.enableTicketKeyCallback !== "function") {
+      throw new JoinProtocolError("TLS_FAILED", "this Node version offers no way to disable TLS 1.3 session tickets");
+    }
+    // Node requires well-formed key material even when the answer is "no key".
+    const zero = Buffer.alloc(16);
+    context.onticketkeycallback = () => [0, zero, zero, zero, zero];
+    context.enableTicketKeyCallback();
+  };
+  apply();
+  if (target[NO_TICKETS]) return;
+  target[NO_TICKETS] = true;
+  const setSecureContext = target.setSecureContext.bind(target);
+  target.setSecureContext = (options: tls.SecureContextOptions) => {
+    setSecureContext(options);
+    apply();
+  };
+}
+
+/**
+ * The key fingerprint of the client certificate on a server-side socket (SHA-256 of its
+ * SubjectPublicKeyInfo, as the joiner computes it), or undefined when the client sent none.
+ */
+export function peerKeyFingerprint(socket: tls.TLSSocket): string | undefined {
+  const cert = socket.getPeerCertificate(false);
+  if (!cert || !cert.raw || cert.raw.length === 0) return undefined;
+  return spkiFingerprint(new Uint8Array(cert.raw));
+}

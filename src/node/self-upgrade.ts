@@ -1,0 +1,37 @@
+/**
+ * The joiner's self-upgrade: the release download of `src/release/`, told where to fetch from
+ * by the registration (`upgrade.source`: a mirror; `upgrade.served`: the founder, over
+ * connections pinned to the session's CA and the machine's key).
+ * @module
+ */
+import { downloadRelease as downloadFromSource, type DownloadedRelease, type DownloadReleaseOptions } from "../release/download.js";
+import { ReleaseArgumentError } from "../release/errors.js";
+import { founderReleaseSource } from "./founder-source.js";
+import type { MachineIdentity } from "./identity.js";
+import type { JoinSession } from "./join-session.js";
+
+/** Options of {@link downloadRelease}: those of the release downloader, plus the join session and identity for a served release. */
+export interface JoinerDownloadReleaseOptions extends DownloadReleaseOptions {
+  /** The join session: needed when the founder serves the release (`upgrade.served`). */
+  session?: JoinSession;
+  /** The machine identity the registration is pinned to: needed with `session`. */
+  identity?: MachineIdentity;
+}
+
+/**
+ * Downloads and verifies the release the registration's `upgrade` names into `destDir`: the
+ * signed manifest first (against `trustedKeys`, the OS's own release keys), then every file,
+ * hashed as it streams, resumable from `.partial` files. From `upgrade.source` (a mirror) or,
+ * when `upgrade.served`, from the founder over connections pinned to `session` and `identity`.
+ * @throws ReleaseArgumentError when the release is served but no session or identity is given;
+ *   otherwise as the release downloader (`ReleaseVerificationError` naming the rule,
+ *   `ReleaseDownloadError`, StratumApiError, the signal's reason)
+ */
+export async function downloadRelease(options: JoinerDownloadReleaseOptions): Promise<DownloadedRelease> {
+  const { session, identity, ...rest } = options;
+  if (rest.source || !rest.upgrade.served) return downloadFromSource(rest);
+  if (!session || !identity) {
+    throw new ReleaseArgumentError("the founder serves this release: pass the join session and the machine identity the registration is pinned to");
+  }
+  return downloadFromSource({ ...rest, source: founderReleaseSource(session, identity) });
+}
