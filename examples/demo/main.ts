@@ -1,0 +1,199 @@
+/**
+ * `npm run demo`: one machine joins a reference cluster, end to end, on this machine.
+ *
+ * A founder (the reference server, on free loopback ports, in a temporary data directory)
+ * runs release 0.6.0 and serves it; the joining machine was installed from 0.5.0. The founder
+ * mints a join code; the machine checks it, registers, is told to upgrade, downloads and
+ * verifies the served release, registers again on 0.6.0, is approved through the admin client,
+ * receives its delivery, reports its steps and reaches `joined`. Both sides show the pairing
+ * code. Everything is cleaned up; the exit code is 0 only if the machine joined.
+ * @module
+ */
+import { randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createAdminClient, StratumError, type NodeJoin } from "@stratum/join";
+import {
+  checkJoinCode,
+  collectInventory,
+  createMachineIdentity,
+  downloadRelease,
+  generateReleaseKeyPair,
+  registerMachine,
+  reportProgress,
+  serializeJoinSession,
+  signReleaseDirectory,
+  waitForRegistration,
+  writeDelivery,
+} from "@stratum/join/node";
+import { startReferenceServer } from "../reference-server/server.js";
+
+const CLUSTER_RELEASE = "0.6.0";
+const INSTALLED_RELEASE = "0.5.0";
+
+const bold = (s: string) => (process.stdout.isTTY ? `\x1b[1m${s}\x1b[0m` : s);
+const dim = (s: string) => (process.stdout.isTTY ? `\x1b[2m${s}\x1b[0m` : s);
+let stepNo = 0;
+function step(side: "founder" | "machine" | "demo", text: string): void {
+  stepNo++;
+  const who = side === "founder" ? "founder " : side === "machine" ? "machine " : "demo    ";
+  console.log(`${String(stepNo).padStart(2)}. ${bold(who)} ${text}`);
+}
+const detail = (text: string) => console.log(`             ${dim(text)}`);
+
+function banner(pairingCode: string): string {
+  const spaced = pairingCode.split("").join(" ");
+  const line = "━".repeat(spaced.length + 6);
+  return [`┏${line}┓`, `┃   ${bold(spaced)}   ┃`, `┗${line}┛`].map((l) => `             ${l}`).join("\n");
+}
+
+/** A small release 0.6.0 directory signed with a fresh release key: what a mirror or the founder publishes. */
+async function makeRelease(root: string) {
+  const key = generateReleaseKeyPair();
+  const dir = join(root, CLUSTER_RELEASE);
+  mkdirSync(join(dir, "os", "blobs"), { recursive: true });
+  mkdirSync(join(dir, "sysext"), { recursive: true });
+  writeFileSync(join(dir, "os", "blobs", "rootfs.img"), randomBytes(24 << 20));
+  writeFileSync(join(dir, "os", "blobs", "kernel.efi"), randomBytes(6 << 20));
+  writeFileSync(join(dir, "sysext", "stratum-agent.raw"), randomBytes(2 << 20));
+  const signed = await signReleaseDirectory(dir, { release: CLUSTER_RELEASE, keys: [key.privateKeyPem] });
+  return { key, files: signed.manifest.files };
+}
+
+async function main(): Promise<void> {
+  const work = mkdtempSync(join(tmpdir(), "stratum-demo-"));
+  const controller = new AbortController();
+  process.once("SIGINT", () => controller.abort(new Error("interrupted")));
+  const { signal } = controller;
+  const server = await (async () => {
+    step("demo", `release ${CLUSTER_RELEASE}: building and signing a release directory (Ed25519, DSSE)`);
+    const release = await makeRelease(join(work, "releases"));
+    detail(`${release.files.length} files, release key ${release.key.keyid.slice(0, 16)}…`);
+    const started = await startReferenceServer({
+      dataDir: join(work, "founder"),
+      adminAddr: "127.0.0.1:0",
+      joinAddr: "127.0.0.1:0",
+      clusterRelease: CLUSTER_RELEASE,
+      releaseDir: join(work, "releases"),
+      log: () => {},
+    });
+    return Object.assign(started, { releaseKey: release.key });
+  })();
+
+  try {
+    step("founder", `reference server up: admin API ${server.adminUrl}, cluster CA ${server.caFingerprint.slice(0, 23)}…`);
+    const admin = createAdminClient({ baseUrl: server.adminUrl, token: server.adminToken });
+
+    const minted = await admin.mintJoinCode({ endpoint: server.joinEndpoint, ttlSeconds: 3600 }, { signal });
+    step("founder", `minted join code ${bold(minted.code)} (shown once), selector ${minted.joinCode.selector}`);
+    detail(`give the machine: ${minted.url}`);
+
+    // ---- the machine, installed from an older release ----
+    const check = await checkJoinCode({ url: minted.url, release: INSTALLED_RELEASE, selfUpgrade: true, signal });
+    step("machine", `code checked before installing: cluster runs ${check.clusterRelease}, the code expires ${check.expiresAt}`);
+    detail(`listener proved the code; cluster CA learned through the PAKE: ${check.caFingerprint.slice(0, 23)}…`);
+    if (check.upgrade) detail(`this machine (${INSTALLED_RELEASE}) must first upgrade to ${check.upgrade.to}`);
+
+    const identity = await createMachineIdentity();
+    const inventory = await collectInventory({ signal }).catch(() => undefined);
+    step("machine", `identity made (Ed25519 key ${identity.keyFingerprint.slice(0, 17)}…); hardware: ${describeInventory(inventory)}`);
+
+    const first = await registerMachine({ url: minted.url, identity, release: INSTALLED_RELEASE, selfUpgrade: true, hostname: "demo-node-2", ...(inventory ? { inventory } : {}), signal });
+    step("machine", `registered as ${first.session.joinId}: state ${bold(first.registration.state)}; pairing code on the machine's console:`);
+    console.log(banner(first.registration.pairingCode));
+    const upgrade = first.registration.upgrade;
+    if (first.registration.state !== "needs-upgrade" || !upgrade?.served) throw new Error(`expected needs-upgrade with a served release, got ${first.registration.state}`);
+
+    const waiting = await admin.listNodeJoins({ signal });
+    const seen = waiting.items.find((j) => j.id === first.session.joinId)!;
+    step("founder", `sees ${seen.hostname} in ${seen.state} (${seen.upgrade?.from} → ${seen.upgrade?.to}), pairing code ${bold(seen.pairingCode)}`);
+
+    await reportProgress(first.session, identity, { steps: [{ name: "upgrade/download", title: "Downloading the cluster's release", status: "running", at: new Date().toISOString() }], signal });
+    let lastShown = -1;
+    const downloaded = await downloadRelease({
+      upgrade,
+      session: first.session,
+      identity,
+      destDir: join(work, "machine", "release", upgrade.to),
+      trustedKeys: [server.releaseKey.publicKeyPem],
+      signal,
+      onProgress: (p) => {
+        const pct = Math.floor((p.bytesDone / Math.max(1, p.bytesTotal)) * 100);
+        if (pct >= lastShown + 25 || p.filesDone === p.filesTotal) {
+          lastShown = pct;
+          detail(`download ${String(pct).padStart(3)}%  ${(p.bytesDone / 1048576).toFixed(1)} of ${(p.bytesTotal / 1048576).toFixed(1)} MiB, ${p.filesDone}/${p.filesTotal} files verified`);
+        }
+      },
+    });
+    step("machine", `release ${downloaded.release} downloaded from the founder and verified: signature by ${downloaded.signedBy.length} trusted key, ${downloaded.files.length} files hashed`);
+    await reportProgress(first.session, identity, { steps: [{ name: "upgrade/download", title: "Downloading the cluster's release", status: "done", at: new Date().toISOString() }], log: [`release ${downloaded.release} verified`], signal });
+
+    const second = await registerMachine({ url: minted.url, identity, release: upgrade.to, hostname: "demo-node-2", ...(inventory ? { inventory } : {}), signal });
+    step("machine", `registered again on ${upgrade.to}: state ${bold(second.registration.state)}, same join ${second.session.joinId}, pairing code ${bold(second.registration.pairingCode)}`);
+    const session = second.session;
+    const sessionFile = join(work, "machine", "session.json");
+    writeFileSync(sessionFile, serializeJoinSession(session), { mode: 0o600 });
+    detail(`join session saved for stage 2: ${sessionFile}`);
+
+    const pending = (await admin.listNodeJoins({ signal })).items.find((j) => j.id === session.joinId)!;
+    step("founder", `operator compares pairing codes: console ${bold(pending.pairingCode)} = machine ${bold(session.pairingCode)} → approve`);
+    if (pending.pairingCode !== session.pairingCode) throw new Error("pairing codes differ: do not approve");
+    const approved = await admin.approveNodeJoin(session.joinId, {}, { signal });
+    step("founder", `approved ${approved.id} as node ${approved.nodeId} (role ${approved.assignment?.role}); state ${approved.state}`);
+    describeAssignment(approved);
+
+    const delivered = await waitForRegistration(session, identity, {
+      until: ["delivering"],
+      timeoutMs: 60_000,
+      signal,
+      onChange: (r) => detail(`machine sees state ${r.state}${r.waitReason ? ` (${r.waitReason})` : ""}`),
+    });
+    const written = await writeDelivery(join(work, "machine", "delivery"), delivered.delivery!);
+    step("machine", `delivery received over the pinned channel: node ${delivered.delivery!.nodeId}, ${Object.keys(written.files).length} files written with mode 0600`);
+    detail(`secrets stay out of logs: ${JSON.stringify(delivered.delivery!.bundle).includes("PRIVATE KEY") ? "LEAKED" : "nodeKey and passwords are not in the printed bundle"}`);
+
+    const phases: Array<[string, string]> = [
+      ["storage", "Preparing storage"],
+      ["network", "Configuring the network"],
+      ["join/patroni", "Joining the Postgres cluster"],
+      ["join/raft-openbao", "Joining the OpenBao raft"],
+      ["join", "Joining the cluster"],
+    ];
+    for (const [name, title] of phases) {
+      const view = await reportProgress(session, identity, { steps: [{ name, title, status: "done", at: new Date().toISOString() }], log: [`${title}: done`], signal });
+      step("machine", `reported step ${name} done → state ${bold(view.state)}`);
+    }
+    const joined = await waitForRegistration(session, identity, { until: "joined", timeoutMs: 30_000, signal });
+    const founderView = await admin.getNodeJoin(session.joinId, { signal });
+    const members = await admin.listClusterMembers({ signal });
+    step("founder", `${founderView.hostname} is ${bold(founderView.state)}; members: ${members.items.map((m) => `${m.name} (${m.state})`).join(", ")}; generation ${members.membershipGeneration}`);
+    detail(`install log tail: ${founderView.logTail?.slice(-2).join(" | ")}`);
+    if (joined.state !== "joined") throw new Error(`ended ${joined.state}`);
+    console.log(`\n${bold("joined")}: the machine is a member of the cluster. Cleaning up.`);
+  } finally {
+    await server.close();
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+function describeInventory(inventory: Awaited<ReturnType<typeof collectInventory>> | undefined): string {
+  if (!inventory) return "not collected on this OS";
+  const gib = (n: number | undefined) => (n ? `${(n / 2 ** 30).toFixed(1)} GiB` : "?");
+  return `${inventory.cpu?.threads ?? "?"} threads, ${gib(inventory.memoryBytes)} memory, ${inventory.disks?.length ?? 0} disks, ${inventory.nics?.length ?? 0} NICs`;
+}
+
+function describeAssignment(join: NodeJoin): void {
+  for (const link of join.assignment?.links ?? []) {
+    detail(`link ${link.name} on ${link.interface}: ${link.purposes?.join("+")} ${link.addresses?.join(", ") ?? ""}${link.addressesAllocated ? " (allocated)" : ""}`);
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    const code = StratumError.is(error) ? ` [${error.code}]` : "";
+    console.error(`\ndemo failed${code}: ${(error as Error).message}`);
+    process.exit(1);
+  },
+);
