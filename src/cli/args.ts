@@ -1,0 +1,165 @@
+/**
+ * Commands as data: each declares its flags once, and the same declaration drives
+ * `node:util` `parseArgs`, `--help` and the test that README-cli.md documents every flag.
+ * @module
+ */
+
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import { StratumError } from "../errors/index.js";
+import type { Output } from "./output.js";
+
+/**
+ * An error of the CLI itself: `USAGE` (a flag or argument is missing or wrong; exit 2),
+ * `FILE_ERROR` (a file named on the command line cannot be read or written; exit 15),
+ * `JOIN_SESSION_MISSING`, `NO_UPGRADE`. Like every SDK error it carries no secret.
+ */
+export class CliError extends StratumError {
+  /** The command whose `--help` explains the usage, for `USAGE`. */
+  readonly command: string | undefined;
+
+  constructor(code: "USAGE" | "FILE_ERROR" | "JOIN_SESSION_MISSING" | "NO_UPGRADE", message: string, options: { command?: string; cause?: unknown } = {}) {
+    super(code, message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = "CliError";
+    this.command = options.command;
+  }
+}
+
+/** One flag of a command. */
+export interface FlagSpec {
+  type: "string" | "boolean";
+  /** May be given more than once (the values are collected in order). */
+  multiple?: boolean;
+  /** A one-letter alias. */
+  short?: string;
+  /** The value's placeholder in help, e.g. `DIR`. */
+  value?: string;
+  /** One line of help. */
+  description: string;
+  /** An environment variable read when the flag is absent. */
+  env?: string;
+}
+
+/** A positional argument of a command. */
+export interface PositionalSpec {
+  name: string;
+  description: string;
+  /** Absent means required. */
+  optional?: boolean;
+}
+
+/** What a command's `run` receives. */
+export interface CommandContext {
+  /** Where results, state changes, progress and errors go (human or `--json`). */
+  out: Output;
+  /** The environment (`STRATUM_API`, `STRATUM_TOKEN`, `STRATUM_JOIN_URL`). */
+  env: Readonly<Record<string, string | undefined>>;
+  /** Aborted by Ctrl-C: every wait and download takes it. */
+  signal: AbortSignal;
+  /** Stderr is a terminal: progress bars are drawn. */
+  isTTY: boolean;
+}
+
+/** Parsed flags (env fallbacks applied) and positionals. */
+export interface ParsedArgs {
+  values: Record<string, string | boolean | string[] | undefined>;
+  positionals: string[];
+}
+
+/** A command: its words (`["admin", "mint"]`), its help, its flags, and what it does. */
+export interface CommandSpec {
+  path: readonly string[];
+  /** One line, for the command list. */
+  summary: string;
+  /** More help, shown by `--help` after the usage. */
+  details?: string;
+  positionals?: readonly PositionalSpec[];
+  flags: Readonly<Record<string, FlagSpec>>;
+  /** Runs the command; resolves to the exit code (0 unless the command says otherwise). */
+  run(ctx: CommandContext, args: ParsedArgs): Promise<number | void>;
+}
+
+/** The flags every command takes. */
+export const COMMON_FLAGS: Readonly<Record<string, FlagSpec>> = {
+  json: { type: "boolean", description: "print one JSON document on stdout (the result, or {\"error\":{...}}); human progress goes to stderr" },
+  help: { type: "boolean", short: "h", description: "show this help" },
+};
+
+/** Parses `args` for `spec`; unknown flags, missing values and wrong positional counts are `USAGE` errors. */
+export function parseCommandArgs(spec: CommandSpec, args: string[], env: Readonly<Record<string, string | undefined>>): ParsedArgs {
+  const flags = { ...spec.flags, ...COMMON_FLAGS };
+  const options: NonNullable<ParseArgsConfig["options"]> = {};
+  for (const [name, flag] of Object.entries(flags)) {
+    options[name] = { type: flag.type, ...(flag.multiple ? { multiple: true } : {}), ...(flag.short ? { short: flag.short } : {}) };
+  }
+  let parsed: { values: Record<string, unknown>; positionals: string[] };
+  try {
+    parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
+  } catch (error) {
+    // parseArgs errors name the flag only, never its value, so they are safe to show.
+    throw new CliError("USAGE", (error as Error).message, { command: spec.path.join(" ") });
+  }
+  const values: ParsedArgs["values"] = {};
+  for (const [name, flag] of Object.entries(flags)) {
+    const value = parsed.values[name] as string | boolean | string[] | undefined;
+    if (value !== undefined) values[name] = value;
+    else if (flag.env && env[flag.env]) values[name] = flag.multiple ? [env[flag.env]!] : env[flag.env]!;
+  }
+  if (values.help) return { values, positionals: parsed.positionals };
+  const specs = spec.positionals ?? [];
+  const required = specs.filter((p) => !p.optional).length;
+  if (parsed.positionals.length < required) {
+    throw new CliError("USAGE", `missing ${specs.slice(parsed.positionals.length).filter((p) => !p.optional).map((p) => p.name).join(", ")}`, { command: spec.path.join(" ") });
+  }
+  if (parsed.positionals.length > specs.length) {
+    throw new CliError("USAGE", `unexpected argument ${JSON.stringify(parsed.positionals[specs.length])}`, { command: spec.path.join(" ") });
+  }
+  return { values, positionals: parsed.positionals };
+}
+
+/** A string flag's value, or a `USAGE` error naming it when it is required and absent. */
+export function stringFlag(args: ParsedArgs, name: string, command: CommandSpec, required: true): string;
+export function stringFlag(args: ParsedArgs, name: string, command: CommandSpec, required?: false): string | undefined;
+export function stringFlag(args: ParsedArgs, name: string, command: CommandSpec, required = false): string | undefined {
+  const value = args.values[name];
+  if (typeof value === "string" && value !== "") return value;
+  if (required) {
+    const env = command.flags[name]?.env;
+    throw new CliError("USAGE", `--${name} is required${env ? ` (or set ${env})` : ""}`, { command: command.path.join(" ") });
+  }
+  return undefined;
+}
+
+/** A repeatable flag's values (empty when absent). */
+export function listFlag(args: ParsedArgs, name: string): string[] {
+  const value = args.values[name];
+  return Array.isArray(value) ? value : typeof value === "string" ? [value] : [];
+}
+
+/** A positive whole number flag, or a `USAGE` error. */
+export function numberFlag(args: ParsedArgs, name: string, command: CommandSpec): number | undefined {
+  const value = stringFlag(args, name, command);
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value) || Number(value) < 1) {
+    throw new CliError("USAGE", `--${name} takes a whole number of at least 1`, { command: command.path.join(" ") });
+  }
+  return Number(value);
+}
+
+/** The `--help` text of a command. */
+export function commandHelp(spec: CommandSpec): string {
+  const flags = { ...spec.flags, ...COMMON_FLAGS };
+  const positionals = (spec.positionals ?? []).map((p) => (p.optional ? `[${p.name}]` : p.name)).join(" ");
+  const lines = [`Usage: stratum-join ${spec.path.join(" ")}${positionals ? ` ${positionals}` : ""} [flags]`, "", spec.summary];
+  if (spec.details) lines.push("", ...spec.details.split("\n"));
+  if (spec.positionals?.length) {
+    lines.push("", "Arguments:");
+    for (const p of spec.positionals) lines.push(`  ${p.name.padEnd(24)} ${p.description}`);
+  }
+  lines.push("", "Flags:");
+  for (const [name, flag] of Object.entries(flags)) {
+    const label = `${flag.short ? `-${flag.short}, ` : ""}--${name}${flag.type === "string" ? ` ${flag.value ?? "VALUE"}` : ""}`;
+    const extra = [flag.multiple ? "repeatable" : "", flag.env ? `env ${flag.env}` : ""].filter(Boolean).join("; ");
+    lines.push(`  ${label.padEnd(24)} ${flag.description}${extra ? ` (${extra})` : ""}`);
+  }
+  return `${lines.join("\n")}\n`;
+}

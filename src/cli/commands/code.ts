@@ -1,0 +1,33 @@
+/**
+ * `stratum-join code check CODE`: the join code's offline check, the same one every joiner
+ * call makes before touching the network.
+ * @module
+ */
+
+import { parseJoinCode } from "../../core/join-code.js";
+import { parseJoinUrl } from "../../core/join-url.js";
+import type { CommandSpec } from "../args.js";
+
+/** `code check`. */
+export const codeCheck: CommandSpec = {
+  path: ["code", "check"],
+  summary: "Check a join code (or join URL) offline: its symbols and check symbol. Nothing is sent.",
+  details: [
+    "Case, dashes and spaces do not matter; O reads as 0, I and L as 1. A mistyped symbol is",
+    "caught by the check symbol; when swapping two adjacent symbols makes the code valid, the",
+    "error suggests that code. The code is never echoed back: it is a secret.",
+  ].join("\n"),
+  positionals: [{ name: "CODE", description: "the join code XXXX-XXXX-XXX, or a join URL stratum-join://HOST/XXXX-XXXX-XXX" }],
+  flags: {},
+  async run(ctx, args) {
+    const input = args.positionals[0]!;
+    const isUrl = /^\s*stratum-join:\/\//i.test(input);
+    const parsed = isUrl ? parseJoinUrl(input) : undefined;
+    const code = parsed ? parsed.code : parseJoinCode(input);
+    // Only the selector (10 public bits) is shown: the person has the code in front of them.
+    ctx.out.result(
+      { valid: true, selector: code.selector, ...(parsed ? { endpoint: parsed.endpoint } : {}) },
+      `ok: the join code is well formed (selector ${code.selector}${parsed ? `, listener ${parsed.endpoint}` : ""})`,
+    );
+  },
+};

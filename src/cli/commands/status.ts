@@ -1,0 +1,59 @@
+/**
+ * `stratum-join status`: the registration as the cluster sees it now, from the saved join
+ * session and the machine identity: one GET over a connection pinned to the session's CA and
+ * the machine's key. No join code is needed.
+ * @module
+ */
+
+import { join } from "node:path";
+import { writeDelivery, type WrittenDelivery } from "../../node/delivery.js";
+import { stringFlag, type CommandSpec } from "../args.js";
+import { IDENTITY_FILES, openIdentityDir, readSession } from "../files.js";
+import { describeState, fetchRegistration } from "../joiner.js";
+
+/** `status`. */
+export const status: CommandSpec = {
+  path: ["status"],
+  summary: "Show this machine's registration: one GET of its view, pinned to the saved session and key.",
+  details: [
+    "Reads DIR/session.json and the identity in DIR (as register left them). Retries nothing:",
+    "a listener that cannot be reached is exit 9. With --write-delivery, a delivery the view",
+    "carries is written to DIR/delivery (all files 0600).",
+  ].join("\n"),
+  flags: {
+    identity: { type: "string", value: "DIR", description: "the machine's directory, as given to register (required)" },
+    "write-delivery": { type: "boolean", description: "write the delivery, if the view carries one, to DIR/delivery" },
+  },
+  async run(ctx, args) {
+    const dir = stringFlag(args, "identity", status, true);
+    const session = await readSession(dir);
+    const { identity } = await openIdentityDir(dir, { create: false, warn: (text) => ctx.out.warn(text) });
+    const registration = await fetchRegistration(session, identity, ctx.signal);
+    let written: WrittenDelivery | undefined;
+    if (registration.delivery && args.values["write-delivery"] === true) {
+      written = await writeDelivery(join(dir, IDENTITY_FILES.delivery), registration.delivery);
+    }
+    const { delivery, ...view } = registration;
+    const lines = [
+      `${session.joinId} at ${session.endpoint}: ${describeState(registration)}`,
+      `  pairing code  ${registration.pairingCode}`,
+      `  release       ${session.release}`,
+      `  cluster CA    ${session.caFingerprint}`,
+    ];
+    if (delivery) lines.push(`  delivery      node ${delivery.nodeId}${written ? `, written to ${written.dir}` : " (use --write-delivery to write it)"}`);
+    ctx.out.result(
+      {
+        joinId: session.joinId,
+        endpoint: session.endpoint,
+        caFingerprint: session.caFingerprint,
+        keyFingerprint: session.keyFingerprint,
+        release: session.release,
+        state: registration.state,
+        pairingCode: registration.pairingCode,
+        registration: view,
+        ...(delivery ? { delivery: { nodeId: delivery.nodeId, ...(written ? { dir: written.dir, files: written.files } : {}) } } : {}),
+      },
+      lines,
+    );
+  },
+};

@@ -1,0 +1,142 @@
+/**
+ * The joiner's directory (`--identity DIR`): `cert.pem` (0644) and `key.pem` (0600), the
+ * machine identity; `session.json`, the join session stage 2 needs; `release/<version>/`, a
+ * downloaded release; `delivery/`, the delivery. Plus reading the files named on the command
+ * line, each failure a `FILE_ERROR` naming the file (never its content).
+ * @module
+ */
+
+import { randomBytes } from "node:crypto";
+import { chmod, lstat, mkdir, open, readFile, rename, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { createMachineIdentity, loadMachineIdentity, type MachineIdentity } from "../node/identity.js";
+import { parseJoinSession, serializeJoinSession, type JoinSession } from "../node/join-session.js";
+import { CliError } from "./args.js";
+
+/** File names inside the identity directory. */
+export const IDENTITY_FILES = {
+  cert: "cert.pem",
+  key: "key.pem",
+  session: "session.json",
+  release: "release",
+  delivery: "delivery",
+} as const;
+
+/** Reads a text file named on the command line; a missing or unreadable file is `FILE_ERROR`. */
+export async function readTextFile(path: string, what: string): Promise<string> {
+  try {
+    return await readFile(path, "utf8");
+  } catch (cause) {
+    throw new CliError("FILE_ERROR", `cannot read the ${what} ${path}: ${(cause as NodeJS.ErrnoException).code ?? "error"}`, { cause });
+  }
+}
+
+/** Reads and parses a JSON file named on the command line. */
+export async function readJsonFile(path: string, what: string): Promise<unknown> {
+  const text = await readTextFile(path, what);
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new CliError("FILE_ERROR", `the ${what} ${path} is not valid JSON`);
+  }
+}
+
+/**
+ * Writes `content` to `path` with `mode`, all or nothing: a temp file beside it, fsynced, then
+ * renamed over. With `exclusive`, an existing `path` is refused rather than replaced.
+ */
+export async function writeFileAtomic(path: string, content: string, mode: number, options: { exclusive?: boolean } = {}): Promise<void> {
+  if (options.exclusive && (await exists(path))) throw new CliError("FILE_ERROR", `${path} already exists; not overwriting it`);
+  const temp = `${path}.tmp-${randomBytes(4).toString("hex")}`;
+  try {
+    const handle = await open(temp, "wx", mode);
+    try {
+      // The umask may have narrowed the mode at creation; a 0644 certificate should stay 0644.
+      await handle.chmod(mode);
+      await handle.writeFile(content);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, path);
+  } catch (cause) {
+    await rm(temp, { force: true }).catch(() => undefined);
+    if (cause instanceof CliError) throw cause;
+    throw new CliError("FILE_ERROR", `cannot write ${path}: ${(cause as NodeJS.ErrnoException).code ?? (cause as Error).message}`, { cause });
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  return lstat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** The machine identity of `dir`, and whether it was created by this call. */
+export interface IdentityDir {
+  identity: MachineIdentity;
+  created: boolean;
+  dir: string;
+}
+
+/**
+ * Loads the identity of `dir`, or, with `create` and neither file present, makes a new one
+ * there (the directory 0700, `key.pem` 0600, `cert.pem` 0644). One file without the other is
+ * refused: a half-written identity is not silently replaced by a new key, which would orphan
+ * the registration pinned to the old one.
+ */
+export async function openIdentityDir(dir: string, options: { create: boolean; warn?: (text: string) => void }): Promise<IdentityDir> {
+  const certPath = join(dir, IDENTITY_FILES.cert);
+  const keyPath = join(dir, IDENTITY_FILES.key);
+  const [hasCert, hasKey] = await Promise.all([exists(certPath), exists(keyPath)]);
+  if (!hasCert && !hasKey) {
+    if (!options.create) throw new CliError("FILE_ERROR", `${dir} holds no machine identity (cert.pem, key.pem): run register first`);
+    try {
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+    } catch (cause) {
+      throw new CliError("FILE_ERROR", `cannot create ${dir}: ${(cause as NodeJS.ErrnoException).code ?? "error"}`, { cause });
+    }
+    const identity = await createMachineIdentity();
+    // Key first: a crash between the two leaves key.pem without cert.pem, which is refused
+    // below rather than mistaken for an empty directory.
+    await writeFileAtomic(keyPath, identity.keyPem, 0o600, { exclusive: true });
+    await writeFileAtomic(certPath, identity.certPem, 0o644, { exclusive: true });
+    return { identity, created: true, dir };
+  }
+  if (!hasCert || !hasKey) {
+    throw new CliError("FILE_ERROR", `${dir} holds ${hasKey ? "key.pem but no cert.pem" : "cert.pem but no key.pem"}: an incomplete identity; restore the missing file or use an empty directory`);
+  }
+  const keyMode = (await lstat(keyPath)).mode & 0o777;
+  if (keyMode & 0o077) {
+    options.warn?.(`${keyPath} is readable by others (mode ${keyMode.toString(8).padStart(4, "0")}); tightening it to 0600`);
+    await chmod(keyPath, 0o600).catch(() => undefined);
+  }
+  const identity = loadMachineIdentity({
+    certPem: await readTextFile(certPath, "certificate"),
+    keyPem: await readTextFile(keyPath, "private key"),
+  });
+  return { identity, created: false, dir };
+}
+
+/** Saves the join session as `DIR/session.json` (public content, 0644); returns its path. */
+export async function saveSession(dir: string, session: JoinSession): Promise<string> {
+  const path = join(dir, IDENTITY_FILES.session);
+  await writeFileAtomic(path, serializeJoinSession(session), 0o644);
+  return path;
+}
+
+/** Reads `DIR/session.json`; `JOIN_SESSION_MISSING` when there is none, `JOIN_SESSION_INVALID` when it is tampered with or broken. */
+export async function readSession(dir: string): Promise<JoinSession> {
+  const path = join(dir, IDENTITY_FILES.session);
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (cause) {
+    if ((cause as NodeJS.ErrnoException).code === "ENOENT") {
+      throw new CliError("JOIN_SESSION_MISSING", `${path} does not exist: this machine has not registered yet (run register)`);
+    }
+    throw new CliError("FILE_ERROR", `cannot read ${path}: ${(cause as NodeJS.ErrnoException).code ?? "error"}`, { cause });
+  }
+  return parseJoinSession(text);
+}

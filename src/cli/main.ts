@@ -1,0 +1,33 @@
+#!/usr/bin/env node
+/**
+ * The `stratum-join` executable: wires the process (argv, stdout/stderr, env, Ctrl-C) to
+ * {@link runCli} and exits with its code. Everything else lives in run.ts, so tests run the
+ * CLI in-process.
+ * @module
+ */
+
+import { runCli } from "./run.js";
+
+const controller = new AbortController();
+let signalled: NodeJS.Signals | undefined;
+const onSignal = (name: NodeJS.Signals) => {
+  // The first Ctrl-C stops waits and downloads cleanly (partial downloads stay resumable);
+  // a second one means "now", for anything that does not stop.
+  if (signalled) process.exit(name === "SIGTERM" ? 143 : 130);
+  signalled = name;
+  controller.abort();
+};
+process.on("SIGINT", onSignal);
+process.on("SIGTERM", onSignal);
+
+const code = await runCli(process.argv.slice(2), {
+  stdout: process.stdout,
+  stderr: process.stderr,
+  env: process.env,
+  isTTY: Boolean(process.stderr.isTTY),
+  signal: controller.signal,
+});
+const exitCode = signalled === "SIGTERM" && code === 130 ? 143 : code;
+// Exit explicitly once both streams have flushed: an idle keep-alive socket of fetch must not
+// hold a finished command open.
+process.stdout.write("", () => process.stderr.write("", () => process.exit(exitCode)));

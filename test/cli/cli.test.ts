@@ -1,0 +1,497 @@
+// The stratum-join CLI, run in-process with captured output against a reference server on
+// loopback (real TLS 1.3, real files in temp directories): every command, the --json shapes,
+// the exit codes, Ctrl-C, and one run of the real entry as a process.
+import { execFile } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseJoinUrl } from "../../src/index.js";
+import { parseJoinSession, generateReleaseKeyPair, signReleaseDirectory } from "../../src/node/index.js";
+import { COMMANDS, EXIT_CODE_TABLE, exitCodeForCode, runCli } from "../../src/cli/run.js";
+import { COMMON_FLAGS } from "../../src/cli/args.js";
+import { startHarness, type Harness } from "../node/harness.js";
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+  /** stdout parsed as the one JSON document it must be. */
+  json: any;
+}
+
+/** Runs the CLI in-process, as a script would (no TTY unless asked). */
+async function cli(args: string[], options: { env?: Record<string, string>; signal?: AbortSignal; isTTY?: boolean } = {}): Promise<Run> {
+  let stdout = "";
+  let stderr = "";
+  const code = await runCli(args, {
+    stdout: { write: (t: string) => (stdout += t) },
+    stderr: { write: (t: string) => (stderr += t) },
+    env: options.env ?? {},
+    isTTY: options.isTTY ?? false,
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
+  let json: unknown;
+  if (args.includes("--json")) json = JSON.parse(stdout); // throws unless stdout is exactly one document
+  return { code, stdout, stderr, json };
+}
+
+const demoInventory = {
+  uefi: true,
+  disks: [
+    { name: "nvme0n1", path: "/dev/nvme0n1", byId: ["/dev/disk/by-id/nvme-SYS_1"], sizeBytes: 512e9, mountpoints: ["/"], holders: [{ kind: "partition-table", device: "nvme0n1", detail: "gpt" }] },
+    { name: "nvme1n1", path: "/dev/nvme1n1", byId: ["/dev/disk/by-id/nvme-DATA_1"], wwn: "eui.0025", sizeBytes: 2e12, mountpoints: [], holders: [] },
+  ],
+  nics: [{ name: "enp1s0", mac: "58:47:ca:70:11:02", addresses: ["127.0.0.1/8"], link: "up", mtu: 1500 }],
+  cpu: { model: "Test CPU", sockets: 1, cores: 8, threads: 16, virtualization: "svm" },
+  memoryBytes: 68719476736,
+};
+
+let tmp: string;
+beforeAll(() => {
+  tmp = mkdtempSync(join(tmpdir(), "stratum-cli-"));
+});
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+describe("code check (offline)", () => {
+  it("accepts a valid code without echoing it", async () => {
+    const run = await cli(["code", "check", "4f7k 2q9m abd"]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain("well formed");
+    expect(run.stdout).not.toContain("4F7K");
+    const json = await cli(["code", "check", "4F7K-2Q9M-ABD", "--json"]);
+    expect(json.json).toEqual({ valid: true, selector: "4F" });
+  });
+
+  it("suggests the adjacent swap that makes a mistyped code valid (exit 3)", async () => {
+    const run = await cli(["code", "check", "4F7K-2Q9M-BAD"]);
+    expect(run.code).toBe(3);
+    expect(run.stderr).toContain("did you mean 4F7K-2Q9M-ABD?");
+    const json = await cli(["--json", "code", "check", "4F7K-2Q9M-BAD"]);
+    expect(json.code).toBe(3);
+    expect(json.json.error).toMatchObject({ code: "JOIN_CODE_MALFORMED", reason: "check", suggestion: "4F7K-2Q9M-ABD", exitCode: 3 });
+  });
+
+  it("names a bad character and its position (exit 3), and reads join URLs too", async () => {
+    const run = await cli(["code", "check", "4F7U-2Q9M-ABD", "--json"]);
+    expect(run.code).toBe(3);
+    expect(run.json).toEqual({
+      error: { code: "JOIN_CODE_MALFORMED", message: expect.stringContaining("position 4"), exitCode: 3, reason: "character", position: 4, character: "U" },
+    });
+    const url = await cli(["code", "check", "stratum-join://192.0.2.240/4F7K-2Q9M-ABD", "--json"]);
+    expect(url.json).toEqual({ valid: true, selector: "4F", endpoint: "192.0.2.240:9444" });
+    const badUrl = await cli(["code", "check", "https://192.0.2.240/4F7K-2Q9M-ABD", "--json"]);
+    expect(badUrl.code).toBe(3);
+  });
+});
+
+describe("help, usage and the reference", () => {
+  it("--help works for every command, listing each of its flags", async () => {
+    for (const command of COMMANDS) {
+      const run = await cli([...command.path, "--help"]);
+      expect(run.code, command.path.join(" ")).toBe(0);
+      expect(run.stdout).toMatch(new RegExp(`^Usage: stratum-join ${command.path.join(" ")}`));
+      for (const flag of [...Object.keys(command.flags), ...Object.keys(COMMON_FLAGS)]) expect(run.stdout, `${command.path.join(" ")} --${flag}`).toContain(`--${flag}`);
+      // `help <command>` says the same.
+      expect((await cli(["help", ...command.path])).stdout).toBe(run.stdout);
+    }
+    for (const top of [["--help"], ["help"], ["admin", "--help"], ["release", "-h"], ["code", "--help"]]) {
+      const run = await cli(top);
+      expect(run.code, top.join(" ")).toBe(0);
+      expect(run.stdout).toContain("Usage: stratum-join");
+    }
+  });
+
+  it("usage errors exit 2, as JSON with --json", async () => {
+    for (const args of [[], ["nope"], ["admin"], ["code", "check"], ["check", "--release"], ["register", "--bogus"], ["code", "check", "A", "B"], ["register", "--url", "stratum-join://127.0.0.1/4F7K-2Q9M-ABD", "--identity", join(tmp, "never"), "--release", "0.6.0", "--inventory", "x.json", "--collect-inventory"], ["register", "--code", "4F7K-2Q9M-ABD", "--identity", tmp, "--release", "0.6.0"]]) {
+      const run = await cli(args);
+      expect(run.code, args.join(" ")).toBe(2);
+      expect(run.stderr).toContain("USAGE");
+    }
+    const run = await cli(["register", "--identity", tmp, "--json"]);
+    expect(run.code).toBe(2);
+    expect(run.json.error).toMatchObject({ code: "USAGE", exitCode: 2, message: expect.stringContaining("--url") });
+    expect(run.stderr).toBe("");
+  });
+
+  it("--version prints the package's version", async () => {
+    const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+    expect((await cli(["--version"])).stdout.trim()).toBe(pkg.version);
+  });
+
+  it("README-cli.md documents every command, flag, environment variable and exit code", () => {
+    const readme = readFileSync(join(root, "src/cli/README-cli.md"), "utf8");
+    expect(readme).toMatch(/^## CLI reference$/m);
+    for (const command of COMMANDS) {
+      expect(readme, command.path.join(" ")).toContain(`stratum-join ${command.path.join(" ")}`);
+      for (const [flag, spec] of Object.entries(command.flags)) {
+        expect(readme, `${command.path.join(" ")} --${flag}`).toContain(`--${flag}`);
+        if (spec.env) expect(readme).toContain(spec.env);
+      }
+    }
+    for (const row of EXIT_CODE_TABLE) {
+      expect(readme, `exit ${row.exit}`).toMatch(new RegExp(`^\\| ${row.exit} \\|`, "m"));
+      for (const code of row.codes.filter((c) => /^[A-Z_]+$/.test(c))) expect(readme, code).toContain(`\`${code}\``);
+    }
+  });
+
+  it("the exit-code table maps each code once", () => {
+    const seen = new Set<string>();
+    for (const row of EXIT_CODE_TABLE) for (const code of row.codes) {
+      expect(seen.has(code), code).toBe(false);
+      seen.add(code);
+    }
+    expect(exitCodeForCode("LISTENER_NOT_PROVEN")).toBe(4);
+    expect(exitCodeForCode("PAIRING_MISMATCH")).toBe(10);
+    expect(exitCodeForCode("SOMETHING_NEW")).toBe(1);
+  });
+});
+
+describe("release keygen, sign, verify", () => {
+  it("makes keys, signs a tiny release, verifies it, and refuses a tampered or foreign one (exit 11)", async () => {
+    const dir = join(tmp, "rel");
+    mkdirSync(join(dir, "os", "blobs"), { recursive: true });
+    mkdirSync(join(dir, "sysext"), { recursive: true });
+    writeFileSync(join(dir, "os", "blobs", "a"), "blob a\n");
+    writeFileSync(join(dir, "sysext", "b"), "sysext b\n");
+    const key = join(tmp, "release.key");
+
+    const keygen = await cli(["release", "keygen", "--key", key, "--json"]);
+    expect(keygen.code).toBe(0);
+    expect(keygen.json).toEqual({ keyid: expect.stringMatching(/^[0-9a-f]{64}$/), privateKeyFile: key, publicKeyFile: `${key}.pub` });
+    expect(statSync(key).mode & 0o777).toBe(0o600);
+    expect(statSync(`${key}.pub`).mode & 0o777).toBe(0o644);
+    expect(keygen.stdout).not.toContain("PRIVATE KEY");
+    // Never overwritten.
+    const again = await cli(["release", "keygen", "--key", key, "--json"]);
+    expect(again.json.error).toMatchObject({ code: "FILE_ERROR", exitCode: 15 });
+
+    const sign = await cli(["release", "sign", dir, "--release", "0.6.0", "--key", key, "--json"]);
+    expect(sign.code).toBe(0);
+    expect(sign.json).toMatchObject({ release: "0.6.0", files: 2, signedBy: [keygen.json.keyid], manifestPath: join(dir, "payload", "manifest.json") });
+
+    const verify = await cli(["release", "verify", dir, "--release", "0.6.0", "--trusted-key", `${key}.pub`, "--json"]);
+    expect(verify.code).toBe(0);
+    expect(verify.json).toMatchObject({ release: "0.6.0", files: 2, signedBy: [keygen.json.keyid] });
+    expect((await cli(["release", "verify", dir, "--release", "0.6.0", "--trusted-key", `${key}.pub`])).stdout).toContain("ok: release 0.6.0 verified");
+
+    const rollback = await cli(["release", "verify", dir, "--release", "0.7.0", "--trusted-key", `${key}.pub`, "--json"]);
+    expect(rollback.code).toBe(11);
+    expect(rollback.json.error).toMatchObject({ code: "RELEASE_UNVERIFIED", rule: "release" });
+
+    const other = join(tmp, "other.key");
+    await cli(["release", "keygen", "--key", other]);
+    const foreign = await cli(["release", "verify", dir, "--release", "0.6.0", "--trusted-key", `${other}.pub`, "--json"]);
+    expect(foreign.code).toBe(11);
+    expect(foreign.json.error).toMatchObject({ code: "RELEASE_UNVERIFIED", rule: "signature-threshold" });
+
+    writeFileSync(join(dir, "sysext", "b"), "sysext B\n");
+    const tampered = await cli(["release", "verify", dir, "--release", "0.6.0", "--trusted-key", `${key}.pub`, "--json"]);
+    expect(tampered.code).toBe(11);
+    expect(tampered.json.error).toMatchObject({ code: "RELEASE_UNVERIFIED", rule: "hash", path: "sysext/b" });
+
+    const missing = await cli(["release", "verify", dir, "--release", "0.6.0", "--trusted-key", join(tmp, "nope.pub"), "--json"]);
+    expect(missing.json.error).toMatchObject({ code: "FILE_ERROR", exitCode: 15 });
+  });
+});
+
+describe("against a reference server", () => {
+  let h: Harness;
+  let admin: string[];
+  let url: string;
+  let formatted: string;
+  let canonical: string;
+  /** Every output of every joiner command, to prove none carries the code or the token. */
+  const outputs: string[] = [];
+  const joiner = async (args: string[], options: Parameters<typeof cli>[1] = {}): Promise<Run> => {
+    const run = await cli(args, options);
+    outputs.push(run.stdout, run.stderr);
+    return run;
+  };
+  const inventoryFile = () => {
+    const file = join(tmp, "inventory.json");
+    writeFileSync(file, JSON.stringify(demoInventory));
+    return file;
+  };
+
+  beforeAll(async () => {
+    h = await startHarness({ timing: { tickMs: 100 } });
+    admin = ["--api", h.server.adminUrl];
+  });
+  afterAll(async () => {
+    const all = outputs.join("\n");
+    if (canonical) {
+      expect(all).not.toContain(canonical);
+      expect(all).not.toContain(formatted);
+    }
+    expect(all).not.toContain(h.server.adminToken);
+    await h?.close();
+  });
+
+  it("admin mint prints the code once, marked secret, and never the token (token from STRATUM_TOKEN)", async () => {
+    const run = await cli(["admin", "mint", ...admin, "--endpoint", h.server.joinEndpoint, "--json"], { env: { STRATUM_TOKEN: h.server.adminToken } });
+    expect(run.code).toBe(0);
+    expect(run.json).toMatchObject({ secret: ["code", "url"], notice: expect.stringContaining("shown only now"), joinCode: { id: expect.any(String), state: "live" } });
+    url = run.json.url;
+    ({ formatted, code: canonical } = parseJoinUrl(url).code);
+    expect(run.json.code).toBe(formatted);
+    expect(run.stdout + run.stderr).not.toContain(h.server.adminToken);
+    const human = await cli(["admin", "mint", ...admin, "--endpoint", h.server.joinEndpoint], { env: { STRATUM_API: h.server.adminUrl, STRATUM_TOKEN: h.server.adminToken } });
+    expect(human.stdout).toContain("SECRET, shown only now");
+    // admin codes lists ids and selectors, never a code.
+    const codes = await cli(["admin", "codes", ...admin, "--token", h.server.adminToken, "--json"]);
+    expect(codes.json.items.length).toBe(2);
+    expect(codes.stdout).not.toContain(formatted);
+    expect(codes.stdout).not.toContain(h.server.adminToken);
+  });
+
+  it("admin: a wrong token exits 12, a missing one 2, an unknown join 14", async () => {
+    const wrong = await cli(["admin", "joins", ...admin, "--token", "not-the-token", "--json"]);
+    expect(wrong.code).toBe(12);
+    expect(wrong.json.error).toMatchObject({ code: "UNAUTHORIZED", status: 401 });
+    expect((await cli(["admin", "joins", ...admin])).code).toBe(2);
+    const tokenFile = join(tmp, "token");
+    writeFileSync(tokenFile, `${h.server.adminToken}\n`, { mode: 0o600 });
+    const unknown = await cli(["admin", "joins", "nj-doesnotexist", ...admin, "--token-file", tokenFile, "--json"]);
+    expect(unknown.code).toBe(14);
+    expect(unknown.json.error).toMatchObject({ code: "NOT_FOUND" });
+    expect((await cli(["admin", "reject", "nj-x", ...admin, "--token-file", tokenFile])).code).toBe(2); // --reason is required
+  });
+
+  it("check: the listener proves the code; another release is refused with the cluster's (exit 6)", async () => {
+    const ok = await joiner(["check", "--url", url, "--release", "0.6.0", "--json"]);
+    expect(ok.code).toBe(0);
+    expect(ok.json).toMatchObject({ clusterRelease: "0.6.0", caFingerprint: h.server.caFingerprint, endpoint: h.server.joinEndpoint });
+    const human = await joiner(["check", "--release", "0.6.0"], { env: { STRATUM_JOIN_URL: url } });
+    expect(human.stdout).toContain("proved the code");
+    const old = await joiner(["check", "--url", url, "--release", "0.3.0", "--json"]);
+    expect(old.code).toBe(6);
+    expect(old.json.error).toMatchObject({ code: "RELEASE_MISMATCH", status: 409, details: { clusterRelease: "0.6.0", isoPath: expect.stringContaining("0.6.0") } });
+    const oldHuman = await joiner(["check", "--url", url, "--release", "0.3.0"]);
+    expect(oldHuman.stderr).toContain("clusterRelease: 0.6.0");
+  });
+
+  it("a well-formed but wrong code exits 4; a revoked code exits 5", async () => {
+    const { endpoint } = parseJoinUrl(url);
+    const wrong = await joiner(["check", "--endpoint", endpoint, "--code", "4F7K-2Q9M-ABD", "--release", "0.6.0", "--json"]);
+    expect(wrong.code).toBe(4);
+    expect(wrong.json.error.code).toMatch(/^(LISTENER_NOT_PROVEN|JOIN_CODE_INVALID)$/);
+    const minted = await h.admin.mintJoinCode({ endpoint: h.server.joinEndpoint });
+    await h.admin.revokeJoinCode(minted.joinCode.id);
+    const revoked = await joiner(["check", "--url", minted.url, "--release", "0.6.0", "--json"]);
+    expect(revoked.code).toBe(5);
+    expect(revoked.json.error).toMatchObject({ code: "JOIN_CODE_REVOKED", status: 401 });
+  });
+
+  it("register → admin joins → approve (pairing code checked) → register --wait delivering → delivery written → status", async () => {
+    const dir = join(tmp, "machine-1");
+    const inventory = inventoryFile();
+    const first = await joiner(["register", "--url", url, "--identity", dir, "--release", "0.6.0", "--inventory", inventory, "--hostname", "node-2", "--json"]);
+    expect(first.code, first.stdout + first.stderr).toBe(0);
+    expect(first.json).toMatchObject({ state: "pending", created: true, identity: { dir, created: true }, caFingerprint: h.server.caFingerprint, sessionFile: join(dir, "session.json") });
+    const { joinId, pairingCode } = first.json;
+    expect(pairingCode).toMatch(/^[0-9A-Z]{3}-[0-9A-Z]{3}$/);
+    // The identity: DIR 0700, key 0600, cert 0644; the session saved and valid.
+    expect(statSync(dir).mode & 0o777).toBe(0o700);
+    expect(statSync(join(dir, "key.pem")).mode & 0o777).toBe(0o600);
+    expect(statSync(join(dir, "cert.pem")).mode & 0o777).toBe(0o644);
+    const session = parseJoinSession(readFileSync(join(dir, "session.json"), "utf8"));
+    expect(session).toMatchObject({ joinId, pairingCode, caFingerprint: h.server.caFingerprint, release: "0.6.0" });
+    // With --json the person still sees the pairing code, large, on stderr.
+    expect(first.stderr).toContain([...pairingCode].join(" "));
+    expect(first.stderr).toMatch(/┏━+┓/);
+    expect(first.stdout).not.toContain("PRIVATE KEY");
+
+    const joins = await cli(["admin", "joins", ...admin, "--token", h.server.adminToken, "--json"]);
+    const listed = joins.json.items.find((j: { id: string }) => j.id === joinId);
+    expect(listed).toMatchObject({ pairingCode, state: "pending", hostname: "node-2", keyFingerprint: first.json.keyFingerprint });
+    const pendingOnly = await cli(["admin", "joins", ...admin, "--token", h.server.adminToken, "--state", "joined", "--json"]);
+    expect(pendingOnly.json.items).toEqual([]);
+    const table = await cli(["admin", "joins", ...admin, "--token", h.server.adminToken]);
+    expect(table.stdout).toMatch(new RegExp(`${joinId}\\s+pending\\s+${pairingCode}`));
+
+    // Approving with the wrong pairing code is refused before anything is approved.
+    const otherCode = pairingCode === "000-000" ? "111-111" : "000-000";
+    const mismatch = await cli(["admin", "approve", joinId, ...admin, "--token", h.server.adminToken, "--pairing-code", otherCode, "--json"]);
+    expect(mismatch.code).toBe(10);
+    expect(mismatch.json.error.code).toBe("PAIRING_MISMATCH");
+    expect((await h.admin.getNodeJoin(joinId)).state).toBe("pending");
+    // A refused assignment: exit 13 with the field.
+    const badFile = join(tmp, "bad-assignment.json");
+    writeFileSync(badFile, JSON.stringify({ role: "compute" }));
+    const refused = await cli(["admin", "approve", joinId, ...admin, "--token", h.server.adminToken, "--assignment", badFile, "--json"]);
+    expect(refused.code).toBe(13);
+    expect(refused.json.error.errors).toEqual(expect.arrayContaining([expect.objectContaining({ field: expect.stringContaining("role") })]));
+
+    const assignment = join(tmp, "assignment.json");
+    writeFileSync(assignment, JSON.stringify({ role: "hybrid" }));
+    const approve = await cli(["admin", "approve", joinId, ...admin, "--token", h.server.adminToken, "--assignment", assignment, "--pairing-code", pairingCode.toLowerCase(), "--json"]);
+    expect(approve.code, approve.stdout).toBe(0);
+    expect(["approved", "delivering"]).toContain(approve.json.state);
+
+    // The same identity registers again (same registration) and waits for its delivery.
+    const wait = await joiner(["register", "--url", url, "--identity", dir, "--release", "0.6.0", "--wait", "delivering", "--timeout", "20"]);
+    expect(wait.code, wait.stderr).toBe(0);
+    expect(wait.stdout).toContain("already registered");
+    expect(wait.stdout).toContain("state delivering");
+    expect(wait.stdout).toContain("using the machine identity in");
+    const delivery = join(dir, "delivery");
+    expect(readFileSync(join(delivery, "node.key"), "utf8")).toContain("PRIVATE KEY");
+    for (const name of ["node.yaml", "bundle.json", "node.key"]) expect(statSync(join(delivery, name)).mode & 0o777).toBe(0o600);
+    expect(wait.stdout).not.toContain("PRIVATE KEY");
+
+    const status = await joiner(["status", "--identity", dir, "--json"]);
+    expect(status.code).toBe(0);
+    expect(status.json).toMatchObject({ joinId, state: "delivering", pairingCode, delivery: { nodeId: expect.any(String) } });
+    expect(status.stdout).not.toContain("PRIVATE KEY");
+    const human = await joiner(["status", "--identity", dir]);
+    expect(human.stdout).toContain(`${joinId} at ${session.endpoint}: state delivering`);
+  });
+
+  it("register --json: with --wait, stdout is still one document and the states go to stderr", async () => {
+    const dir = join(tmp, "machine-json");
+    const run = await joiner(["register", "--url", url, "--identity", dir, "--release", "0.6.0", "--wait", "pending", "--json"]);
+    expect(run.code).toBe(0);
+    expect(run.json).toMatchObject({ state: "pending", registration: { state: "pending" } });
+    expect(run.stderr).toContain("state pending");
+  });
+
+  it("Ctrl-C stops a wait cleanly (exit 130), --timeout gives up (exit 9)", async () => {
+    const dir = join(tmp, "machine-abort");
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 1500);
+    const started = Date.now();
+    const aborted = await joiner(["register", "--url", url, "--identity", dir, "--release", "0.6.0", "--wait", "joined", "--json"], { signal: controller.signal });
+    expect(aborted.code).toBe(130);
+    expect(aborted.json).toEqual({ error: { code: "ABORTED", message: "interrupted", exitCode: 130 } });
+    expect(Date.now() - started).toBeLessThan(10_000);
+    // The session was saved before the wait: the machine picks up where it stopped.
+    expect(existsSync(join(dir, "session.json"))).toBe(true);
+
+    const timedOut = await joiner(["register", "--url", url, "--identity", dir, "--release", "0.6.0", "--wait", "joined", "--timeout", "1", "--json"]);
+    expect(timedOut.code).toBe(9);
+    expect(timedOut.json.error.code).toBe("TIMEOUT");
+  });
+
+  it("a rejected machine: status shows why, register again exits 7", async () => {
+    const dir = join(tmp, "machine-rejected");
+    const first = await joiner(["register", "--url", url, "--identity", dir, "--release", "0.6.0", "--json"]);
+    expect(first.code).toBe(0);
+    const reject = await cli(["admin", "reject", first.json.joinId, ...admin, "--token", h.server.adminToken, "--reason", "unknown serial", "--json"]);
+    expect(reject.code).toBe(0);
+    expect(reject.json).toMatchObject({ state: "rejected", reason: "unknown serial" });
+    const status = await joiner(["status", "--identity", dir]);
+    expect(status.stdout).toContain("rejected: unknown serial");
+    const again = await joiner(["register", "--url", url, "--identity", dir, "--release", "0.6.0", "--json"]);
+    expect(again.code).toBe(7);
+    expect(again.json.error).toMatchObject({ code: "REGISTRATION_REJECTED", status: 409 });
+  });
+
+  it("status without a registration, or with a broken identity, exits 15", async () => {
+    const empty = join(tmp, "machine-empty");
+    mkdirSync(empty);
+    const none = await joiner(["status", "--identity", empty, "--json"]);
+    expect(none.code).toBe(15);
+    expect(none.json.error.code).toBe("JOIN_SESSION_MISSING");
+    const half = join(tmp, "machine-half");
+    mkdirSync(half);
+    writeFileSync(join(half, "key.pem"), "x", { mode: 0o600 });
+    const incomplete = await joiner(["register", "--url", url, "--identity", half, "--release", "0.6.0", "--json"]);
+    expect(incomplete.code).toBe(15);
+    expect(incomplete.json.error).toMatchObject({ code: "FILE_ERROR", message: expect.stringContaining("no cert.pem") });
+  });
+});
+
+describe("self-upgrade against a reference server that serves its release", () => {
+  let h: Harness;
+  let releases: string;
+  let pub: string;
+  let url: string;
+  beforeAll(async () => {
+    releases = mkdtempSync(join(tmpdir(), "stratum-cli-releases-"));
+    const dir = join(releases, "0.6.0");
+    mkdirSync(join(dir, "os", "blobs"), { recursive: true });
+    mkdirSync(join(dir, "sysext"), { recursive: true });
+    writeFileSync(join(dir, "os", "blobs", "a"), Buffer.alloc(300_000, 7));
+    writeFileSync(join(dir, "sysext", "b"), "sysext b\n");
+    const keys = generateReleaseKeyPair();
+    await signReleaseDirectory(dir, { release: "0.6.0", keys: [keys.privateKeyPem] });
+    pub = join(releases, "release.pub");
+    writeFileSync(pub, keys.publicKeyPem);
+    h = await startHarness({ releaseDir: releases, timing: { tickMs: 100 } });
+    url = (await h.admin.mintJoinCode({ endpoint: h.server.joinEndpoint })).url;
+  });
+  afterAll(async () => {
+    await h?.close();
+    rmSync(releases, { recursive: true, force: true });
+  });
+
+  it("refuses --self-upgrade without a trusted key (exit 2)", async () => {
+    const run = await cli(["register", "--url", url, "--identity", join(tmp, "up-0"), "--release", "0.5.0", "--self-upgrade"]);
+    expect(run.code).toBe(2);
+    expect(existsSync(join(tmp, "up-0"))).toBe(false);
+  });
+
+  it("downloads the founder's release with a progress bar on a TTY, then registers again on it: pending", async () => {
+    const dir = join(tmp, "up-1");
+    const run = await cli(["register", "--url", url, "--identity", dir, "--release", "0.5.0", "--self-upgrade", "--trusted-key", pub, "--json"], { isTTY: true });
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    expect(run.json).toMatchObject({ state: "pending", release: "0.6.0", upgrade: { from: "0.5.0", to: "0.6.0", dir: join(dir, "release", "0.6.0"), files: 2 } });
+    expect(readFileSync(join(dir, "release", "0.6.0", "os", "blobs", "a")).length).toBe(300_000);
+    expect(existsSync(join(dir, "release", "0.6.0", "payload", "manifest.json"))).toBe(true);
+    expect(run.stderr).toContain("state needs-upgrade");
+    expect(run.stderr).toContain("release 0.6.0 [");
+    expect(run.stderr).toContain("state pending");
+    expect(parseJoinSession(readFileSync(join(dir, "session.json"), "utf8")).release).toBe("0.6.0");
+    const listed = (await h.admin.getNodeJoin(run.json.joinId));
+    expect(listed).toMatchObject({ state: "pending", release: "0.6.0" });
+    // The downloaded release verifies with the CLI as well.
+    const verify = await cli(["release", "verify", join(dir, "release", "0.6.0"), "--release", "0.6.0", "--trusted-key", pub]);
+    expect(verify.code).toBe(0);
+  });
+
+  it("a release signed by a key this machine does not trust is refused (exit 11) and stays needs-upgrade", async () => {
+    const dir = join(tmp, "up-2");
+    const other = join(tmp, "untrusted.key");
+    await cli(["release", "keygen", "--key", other]);
+    const run = await cli(["register", "--url", url, "--identity", dir, "--release", "0.5.0", "--self-upgrade", "--trusted-key", `${other}.pub`, "--json"]);
+    expect(run.code).toBe(11);
+    expect(run.json.error).toMatchObject({ code: "RELEASE_UNVERIFIED", rule: "signature-threshold" });
+    const join_ = await h.admin.getNodeJoin(parseJoinSession(readFileSync(join(dir, "session.json"), "utf8")).joinId);
+    expect(join_).toMatchObject({ state: "needs-upgrade", failedStep: "upgrade/download" });
+    // Without a TTY, no progress bar is drawn.
+    expect(run.stderr).not.toContain("[█");
+
+    // release download picks the registration's upgrade up, with the right key this time.
+    const download = await cli(["release", "download", "--identity", dir, "--trusted-key", pub, "--json"]);
+    expect(download.code, download.stdout + download.stderr).toBe(0);
+    expect(download.json).toMatchObject({ release: "0.6.0", dir: join(dir, "release", "0.6.0"), files: 2, source: expect.stringContaining("founder") });
+    expect(readFileSync(join(dir, "release", "0.6.0", "sysext", "b"), "utf8")).toBe("sysext b\n");
+  });
+
+  it("release download from a mirror refuses plain HTTP (exit 2) and needs --dest", async () => {
+    const http = await cli(["release", "download", "--source", "http://mirror.example/0.6.0/", "--release", "0.6.0", "--dest", join(tmp, "mirror"), "--trusted-key", pub, "--json"]);
+    expect(http.code).toBe(2);
+    expect(http.json.error).toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("HTTPS") });
+    expect((await cli(["release", "download", "--source", "https://mirror.example/0.6.0/", "--release", "0.6.0", "--trusted-key", pub])).code).toBe(2);
+  });
+});
+
+describe("the real entry as a process", () => {
+  const exec = promisify(execFile);
+  it("node --import tsx src/cli/main.ts code check 4F7K-2Q9M-ABD exits 0", async () => {
+    const { stdout } = await exec(process.execPath, ["--import", "tsx", "src/cli/main.ts", "code", "check", "4F7K-2Q9M-ABD"], { cwd: root });
+    expect(stdout).toContain("ok: the join code is well formed");
+    expect(readFileSync(join(root, "src/cli/main.ts"), "utf8").startsWith("#!/usr/bin/env node\n")).toBe(true);
+  });
+
+  it("exits with the error's code, the JSON error on stdout", async () => {
+    const failed = await exec(process.execPath, ["--import", "tsx", "src/cli/main.ts", "code", "check", "4F7K-2Q9M-BAD", "--json"], { cwd: root }).catch((e: { code: number; stdout: string }) => e);
+    expect((failed as { code: number }).code).toBe(3);
+    expect(JSON.parse((failed as { stdout: string }).stdout).error.suggestion).toBe("4F7K-2Q9M-ABD");
+  });
+});
