@@ -1,6 +1,6 @@
 /**
  * Commands as data: each declares its flags once, and the same declaration drives
- * `node:util` `parseArgs`, `--help` and the test that README-cli.md documents every flag.
+ * `node:util` `parseArgs`, `--help` and the test that the README's CLI reference documents every flag.
  * @module
  */
 

@@ -19,7 +19,7 @@ export interface ExitCodeRow {
 }
 
 /**
- * The table, as README-cli.md documents it. Order matters only for reading; a code appears in
+ * The table, as the README's CLI reference documents it. Order matters only for reading; a code appears in
  * one row. `130` (interrupted) is not an error code: the run was stopped by Ctrl-C (SIGINT).
  */
 export const EXIT_CODE_TABLE: readonly ExitCodeRow[] = [
