@@ -1,0 +1,113 @@
+/**
+ * The admin API (`/v1/admin/...`): bearer tokens with permissions, problem+json refusals,
+ * CORS for a console on another local port. Each handler authorises, parses its body with zod
+ * and hands the change to the cluster.
+ * @module
+ */
+
+import { authorize } from "./auth.js";
+import type { Cluster } from "./cluster.js";
+import { HttpProblem, Router, parseBody, readJson, sendJson } from "./http.js";
+import { ApprovalSchema, ClusterUpgradeSchema, JoinCodeRequestSchema, RejectionSchema } from "./schemas.js";
+
+/** What the admin API needs besides the cluster. */
+export interface AdminDeps {
+  cluster: Cluster;
+  bodyBytes: number;
+  /** The endpoint a mint names when the request names none. */
+  defaultEndpoint: () => string;
+  /** Opens the join listener if it must be open now (awaited before a mint is answered). */
+  ensureListener: () => Promise<void>;
+  /** Re-issues the TLS leaves after a CA rotation. */
+  afterCaRotation: () => Promise<void>;
+  /** Wakes the join runner. */
+  kickRunner: () => void;
+}
+
+/** The admin API's routes. */
+export function adminRouter(deps: AdminDeps): Router {
+  const { cluster } = deps;
+  const store = cluster.store;
+  const router = new Router();
+
+  router.add("POST", "/v1/admin/cluster/join-codes", async (ctx) => {
+    const who = authorize(store, ctx, "ha:MintJoinToken");
+    const body = parseBody(JoinCodeRequestSchema, (await readJson(ctx, deps.bodyBytes)) ?? {});
+    const minted = await cluster.mintCode(who.name, body, deps.defaultEndpoint());
+    await deps.ensureListener();
+    sendJson(ctx, 201, minted);
+  });
+
+  router.add("GET", "/v1/admin/cluster/join-codes", (ctx) => {
+    authorize(store, ctx, "ha:DescribeJoinCodes");
+    sendJson(ctx, 200, { items: cluster.listCodes() });
+  });
+
+  router.add("DELETE", "/v1/admin/cluster/join-codes/:codeId", (ctx) => {
+    const who = authorize(store, ctx, "ha:RevokeJoinToken");
+    sendJson(ctx, 200, cluster.revokeCode(who.name, ctx.params.codeId!));
+  });
+
+  router.add("GET", "/v1/admin/cluster/joins", (ctx) => {
+    authorize(store, ctx, "ha:DescribeNodeJoins");
+    sendJson(ctx, 200, { items: cluster.listJoins() });
+  });
+
+  router.add("GET", "/v1/admin/cluster/joins/:joinId", (ctx) => {
+    authorize(store, ctx, "ha:DescribeNodeJoins");
+    sendJson(ctx, 200, cluster.getJoin(ctx.params.joinId!));
+  });
+
+  router.add("POST", "/v1/admin/cluster/joins/:joinId/approve", async (ctx) => {
+    const who = authorize(store, ctx, "ha:ApproveNodeJoin");
+    const body = parseBody(ApprovalSchema, (await readJson(ctx, deps.bodyBytes)) ?? {});
+    const join = cluster.approve(who.name, ctx.params.joinId!, body);
+    deps.kickRunner();
+    sendJson(ctx, 200, join);
+  });
+
+  router.add("POST", "/v1/admin/cluster/joins/:joinId/reject", async (ctx) => {
+    const who = authorize(store, ctx, "ha:ApproveNodeJoin");
+    const raw = await readJson(ctx, deps.bodyBytes);
+    if (raw === undefined) throw new HttpProblem(400, "INVALID_INPUT", { detail: "A rejection needs a reason.", errors: [{ field: "reason", message: "is required" }] });
+    const body = parseBody(RejectionSchema, raw);
+    const join = cluster.reject(who.name, ctx.params.joinId!, body.reason);
+    deps.kickRunner();
+    sendJson(ctx, 200, join);
+  });
+
+  router.add("POST", "/v1/admin/cluster/joins/:joinId/retry", (ctx) => {
+    const who = authorize(store, ctx, "ha:ApproveNodeJoin");
+    const join = cluster.retry(who.name, ctx.params.joinId!);
+    deps.kickRunner();
+    sendJson(ctx, 200, join);
+  });
+
+  router.add("GET", "/v1/admin/cluster/members", (ctx) => {
+    authorize(store, ctx, "ha:DescribeCluster");
+    sendJson(ctx, 200, cluster.members());
+  });
+
+  router.add("GET", "/v1/admin/cluster/networks", (ctx) => {
+    authorize(store, ctx, "ha:DescribeCluster");
+    sendJson(ctx, 200, cluster.settings.networks);
+  });
+
+  router.add("POST", "/v1/admin/cluster/ca-rotations", async (ctx) => {
+    const who = authorize(store, ctx, "ha:ManageCluster");
+    const rotation = await cluster.rotateCa(who.name);
+    await deps.afterCaRotation();
+    sendJson(ctx, 200, rotation);
+  });
+
+  router.add("PUT", "/v1/admin/cluster/upgrade", async (ctx) => {
+    const who = authorize(store, ctx, "ha:ManageCluster");
+    const raw = await readJson(ctx, deps.bodyBytes);
+    if (raw === undefined) throw new HttpProblem(400, "INVALID_INPUT", { detail: "A body is required.", errors: [{ field: "inProgress", message: "is required" }] });
+    const state = cluster.setUpgrade(who.name, parseBody(ClusterUpgradeSchema, raw));
+    deps.kickRunner();
+    sendJson(ctx, 200, state);
+  });
+
+  return router;
+}

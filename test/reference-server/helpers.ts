@@ -1,0 +1,441 @@
+/**
+ * Test helpers for the reference server: a server per test on loopback (port 0, a temp data
+ * directory, a captured log), admin calls, a minimal joiner (OPAQUE over one pinned TLS 1.3
+ * connection, with the channel binding of src/core/pairing.ts), and a validator that holds
+ * every answer to openapi.yaml.
+ */
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Ajv2020 from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
+import { expect } from "vitest";
+import { parse } from "yaml";
+import { parseJoinCode } from "../../src/core/join-code.js";
+import { bindingTranscript, clientBinding, deriveBindingKeys, derivePairingCode, formatPairingCode, verifyBinding } from "../../src/core/pairing.js";
+import { createMachineIdentity, type MachineIdentity } from "../../src/node/identity.js";
+import { finishLogin, startLogin } from "../../src/node/opaque.js";
+import { openPinnedConnection, type PinnedConnection, type PinnedResponse } from "../../src/node/pinned-connection.js";
+import { caFingerprint, verifyListenerCertificate } from "../../src/node/pki.js";
+import type { ReferenceServerConfig } from "../../examples/reference-server/config.js";
+import type { JoinRow } from "../../examples/reference-server/store.js";
+import type { Inventory } from "../../src/types.js";
+import { startReferenceServer, type ReferenceServer } from "../../examples/reference-server/server.js";
+
+// ------------------------------------------------------------------ the spec
+
+const spec = parse(readFileSync(new URL("../../openapi.yaml", import.meta.url), "utf8"));
+const ajv = new Ajv2020.default({ strict: false, allErrors: true });
+addFormats.default(ajv);
+ajv.addFormat("int64", { type: "number", validate: (n: number) => Number.isSafeInteger(n) });
+ajv.addFormat("byte", /^[A-Za-z0-9+/_-]*={0,2}$/);
+ajv.addSchema(spec, "openapi");
+
+const escape = (key: string): string => key.replace(/~/g, "~0").replace(/\//g, "~1");
+const operations = new Map<string, { path: string; method: string }>();
+for (const [path, item] of Object.entries(spec.paths as Record<string, Record<string, { operationId?: string }>>)) {
+  for (const [method, op] of Object.entries(item)) if (op && typeof op === "object" && op.operationId) operations.set(op.operationId, { path, method });
+}
+
+/** Answers checked against the spec so far (a test asserts the checker saw them). */
+export const specChecks = { count: 0 };
+
+/**
+ * Asserts that an answer is one openapi.yaml allows for `operationId`: a declared status, and a
+ * body valid against the schema of that status and content type.
+ */
+export function expectSpec(operationId: string, status: number, contentType: string | undefined, body: unknown): void {
+  const op = operations.get(operationId);
+  expect(op, `unknown operation ${operationId}`).toBeDefined();
+  const responses = spec.paths[op!.path][op!.method].responses as Record<string, { $ref?: string; content?: Record<string, unknown> }>;
+  const declared = responses[String(status)];
+  expect(declared, `${operationId} does not declare status ${status}`).toBeDefined();
+  let pointer = `#/paths/${escape(op!.path)}/${op!.method}/responses/${status}`;
+  let response = declared!;
+  if (response.$ref) {
+    pointer = response.$ref;
+    const name = response.$ref.split("/").pop()!;
+    response = spec.components.responses[name];
+  }
+  const type = (contentType ?? "").split(";")[0]!.trim();
+  if (!response.content) {
+    expect(body === undefined || body === "" || body === null, `${operationId} ${status} declares no body`).toBe(true);
+    specChecks.count++;
+    return;
+  }
+  expect(Object.keys(response.content), `${operationId} ${status} content type`).toContain(type);
+  if (type === "application/octet-stream") {
+    specChecks.count++;
+    return;
+  }
+  const validate = ajv.getSchema(`openapi${pointer}/content/${escape(type)}/schema`);
+  expect(validate, `no schema at ${pointer}`).toBeTypeOf("function");
+  const ok = validate!(body);
+  expect(ok ? [] : validate!.errors, `${operationId} ${status} answer against the spec`).toEqual([]);
+  specChecks.count++;
+}
+
+// ------------------------------------------------------------------ servers
+
+/** A started server with its captured log. */
+export interface TestServer {
+  server: ReferenceServer;
+  logs: string[];
+  dataDir: string;
+  config: ReferenceServerConfig;
+  /** Stops it (the data directory stays, for a restart). */
+  stop(): Promise<void>;
+  /** Starts it again on the same data directory (new ports). */
+  restart(): Promise<TestServer>;
+  /** Stops it and deletes its data directory. */
+  dispose(): Promise<void>;
+}
+
+/** Starts a reference server on loopback with port 0 and a fresh temp data directory. */
+export async function startTestServer(overrides: Partial<ReferenceServerConfig> = {}, dataDir?: string): Promise<TestServer> {
+  const dir = dataDir ?? mkdtempSync(join(tmpdir(), "stratum-ref-"));
+  const logs: string[] = [];
+  const config: ReferenceServerConfig = {
+    adminAddr: "127.0.0.1:0",
+    joinAddr: "127.0.0.1:0",
+    log: (line) => logs.push(line),
+    ...overrides,
+    timing: { tickMs: 50, listenerCloseGraceMs: 50, ...(overrides.timing ?? {}) },
+    dataDir: dir,
+  };
+  const server = await startReferenceServer(config);
+  let stopped = false;
+  const t: TestServer = {
+    server,
+    logs,
+    dataDir: dir,
+    config,
+    stop: async () => {
+      if (stopped) return;
+      stopped = true;
+      await server.close();
+    },
+    restart: async () => {
+      await t.stop();
+      const next = await startTestServer({ ...overrides, log: (line) => logs.push(line) }, dir);
+      return next;
+    },
+    dispose: async () => {
+      await t.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return t;
+}
+
+// ------------------------------------------------------------------ admin calls
+
+/** An answer of the admin API. */
+export interface AdminAnswer {
+  status: number;
+  headers: Headers;
+  body: any;
+}
+
+/**
+ * Calls the admin API with the bootstrap token (or `token`; `null` for none) and checks the
+ * answer against the spec when `operationId` is given.
+ */
+export async function admin(
+  server: ReferenceServer,
+  method: string,
+  path: string,
+  options: { body?: unknown; raw?: string; token?: string | null; operationId?: string; headers?: Record<string, string> } = {},
+): Promise<AdminAnswer> {
+  const headers: Record<string, string> = { ...(options.headers ?? {}) };
+  const token = options.token === undefined ? server.adminToken : options.token;
+  if (token !== null) headers.authorization = `Bearer ${token}`;
+  let body: string | undefined;
+  if (options.raw !== undefined) body = options.raw;
+  else if (options.body !== undefined) body = JSON.stringify(options.body);
+  if (body !== undefined) headers["content-type"] ??= "application/json";
+  const response = await fetch(`${server.adminUrl}${path}`, { method, headers, ...(body !== undefined ? { body } : {}) });
+  const text = await response.text();
+  const parsed = text === "" ? undefined : JSON.parse(text);
+  if (options.operationId) expectSpec(options.operationId, response.status, response.headers.get("content-type") ?? undefined, parsed);
+  return { status: response.status, headers: response.headers, body: parsed };
+}
+
+/** Mints a code and returns the minted answer. */
+export async function mint(server: ReferenceServer, body: Record<string, unknown> = {}): Promise<any> {
+  const answer = await admin(server, "POST", "/v1/admin/cluster/join-codes", { body, operationId: "mintJoinCode" });
+  expect(answer.status).toBe(201);
+  return answer.body;
+}
+
+/**
+ * Mints another code, of another selector than `avoid`'s, so that the listener stays open
+ * (it closes when no code is live and no registration is open) without changing which code a
+ * PAKE for `avoid`'s selector finds.
+ */
+export async function keepListenerOpen(server: ReferenceServer, avoid: string): Promise<void> {
+  for (;;) {
+    const other = await mint(server);
+    if (other.joinCode.selector !== parseJoinCode(avoid).selector) return;
+    await admin(server, "DELETE", `/v1/admin/cluster/join-codes/${other.joinCode.id}`);
+  }
+}
+
+// ------------------------------------------------------------------ a joiner
+
+/** The joiner's half of one PAKE exchange, ready for the KE3 call. */
+export interface Exchange {
+  session: string;
+  ke3: string;
+  binding: string;
+  keys: Awaited<ReturnType<typeof deriveBindingKeys>>;
+  transcript: Uint8Array;
+  pairingCode: string;
+}
+
+/** The answer of a KE3 call, with the server's binding checked. */
+export interface Proved {
+  response: PinnedResponse;
+  pairingCode: string;
+  serverBindingOk?: boolean;
+}
+
+/** A machine: its identity and the connection it talks over. */
+export class TestJoiner {
+  readonly identity: MachineIdentity;
+  readonly server: ReferenceServer;
+  connection: PinnedConnection | undefined;
+  caDer: Uint8Array | undefined;
+
+  private constructor(server: ReferenceServer, identity: MachineIdentity) {
+    this.server = server;
+    this.identity = identity;
+  }
+
+  /** A joiner with a fresh Ed25519 identity. */
+  static async create(server: ReferenceServer): Promise<TestJoiner> {
+    return new TestJoiner(server, await createMachineIdentity());
+  }
+
+  /** A joiner with a given identity (the same key on a new connection). */
+  static with(server: ReferenceServer, identity: MachineIdentity): TestJoiner {
+    return new TestJoiner(server, identity);
+  }
+
+  /** Opens a fresh connection to the listener (pinned to the CA once it is known). */
+  async connect(): Promise<PinnedConnection> {
+    await this.connection?.close();
+    this.connection = await openPinnedConnection({
+      host: "127.0.0.1",
+      port: this.server.joinPort,
+      identity: this.identity,
+      ...(this.caDer ? { ca: this.caDer } : {}),
+    });
+    return this.connection;
+  }
+
+  /** Closes the connection. */
+  async close(): Promise<void> {
+    await this.connection?.close();
+    this.connection = undefined;
+  }
+
+  /** One call on the current connection, checked against the spec. */
+  async call(operationId: string, method: "GET" | "POST" | "HEAD", path: string, options: { json?: unknown; headers?: Record<string, string> } = {}): Promise<PinnedResponse> {
+    // undici closes a connection after a HEAD (a HEAD answer could carry a body it cannot
+    // frame), so a later call may need a new one; it is pinned to the CA by then.
+    const connection = this.connection?.alive ? this.connection : await this.connect();
+    const response = await connection.request({ method, path, ...(options.json !== undefined ? { json: options.json } : {}), headers: options.headers ?? {} });
+    const type = response.headers["content-type"];
+    if (method !== "HEAD") expectSpec(operationId, response.status, typeof type === "string" ? type : undefined, response.json ?? (response.body.length ? "<binary>" : undefined));
+    return response;
+  }
+
+  /** `POST /v1/join/pake` with a KE1 for `code`. */
+  async pake(code: string): Promise<{ response: PinnedResponse; state: string; ke1: string }> {
+    const canonical = parseJoinCode(code).code;
+    const { state, ke1 } = await startLogin(canonical);
+    const response = await this.call("startJoinPake", "POST", "/v1/join/pake", { json: { selector: canonical.slice(0, 2), ke1 } });
+    return { response, state, ke1 };
+  }
+
+  /**
+   * The joiner's half of the PAKE on the current connection: KE1, then (as a joiner must)
+   * finishLogin against the received CA and the listener leaf checked against it, and the
+   * channel binding computed for this connection.
+   */
+  async exchange(code: string): Promise<Exchange> {
+    if (!this.connection?.alive) await this.connect();
+    const { response: pakeAnswer, state, ke1 } = await this.pake(code);
+    expect(pakeAnswer.status, JSON.stringify(pakeAnswer.json)).toBe(200);
+    const challenge = pakeAnswer.json as { session: string; ke2: string; caCertificate: string };
+    const caDer = new Uint8Array(Buffer.from(challenge.caCertificate.replace(/-----[^-]+-----|\s/g, ""), "base64"));
+    const finished = await finishLogin({ state, ke2: challenge.ke2, code: parseJoinCode(code).code, caDer });
+    if (!finished) throw new Error("the listener did not prove the code");
+    verifyListenerCertificate({ chain: this.connection!.peerChainDer(), caDer, dialledHost: "127.0.0.1" });
+    this.caDer = caDer;
+    const keys = await deriveBindingKeys(finished.sessionKey);
+    const transcript = await bindingTranscript({
+      session: challenge.session,
+      ke1: new Uint8Array(Buffer.from(ke1, "base64url")),
+      ke2: new Uint8Array(Buffer.from(challenge.ke2, "base64url")),
+      caFingerprint: caFingerprint(caDer),
+      clientKeyFingerprint: this.identity.keyFingerprint,
+      exporter: this.connection!.exporter(),
+    });
+    const pairingCode = formatPairingCode(await derivePairingCode(keys.pairingKey, this.identity.keyFingerprint));
+    return { session: challenge.session, ke3: finished.ke3, binding: await clientBinding(keys.kc, transcript), keys, transcript, pairingCode };
+  }
+
+  /** Sends a KE3 call (`code-checks` or `registrations`) on the current connection. */
+  async sendProof(
+    kind: "code-checks" | "registrations",
+    body: Record<string, unknown>,
+    exchange: Exchange,
+    tamper: { binding?: string | null; ke3?: string; session?: string } = {},
+  ): Promise<Proved> {
+    const operationId = kind === "code-checks" ? "checkJoinCode" : "registerJoin";
+    const binding = tamper.binding === undefined ? exchange.binding : tamper.binding;
+    const response = await this.call(operationId, "POST", `/v1/join/${kind}`, {
+      json: { ...body, pake: { session: tamper.session ?? exchange.session, ke3: tamper.ke3 ?? exchange.ke3 } },
+      headers: binding === null ? {} : { "join-binding": binding },
+    });
+    const header = response.headers["join-binding"];
+    const serverBindingOk = typeof header === "string" ? await verifyBinding(exchange.keys.ks, exchange.transcript, header) : undefined;
+    return { response, pairingCode: exchange.pairingCode, ...(serverBindingOk !== undefined ? { serverBindingOk } : {}) };
+  }
+
+  /** A fresh connection, the exchange, and the KE3 call. */
+  async prove(code: string, kind: "code-checks" | "registrations", body: Record<string, unknown>, tamper: { binding?: string | null; ke3?: string; session?: string } = {}): Promise<Proved> {
+    await this.connect();
+    return this.sendProof(kind, body, await this.exchange(code), tamper);
+  }
+
+  /** Registers with `code` (release 0.6.0 and a default inventory unless `body` says otherwise). */
+  async register(code: string, body: Record<string, unknown> = {}): Promise<Proved> {
+    return this.prove(code, "registrations", { release: "0.6.0", hostname: "node-2", inventory: sampleInventory(), ...body });
+  }
+
+  /** `GET /v1/join/registrations/{joinId}` on a connection pinned to the CA. */
+  async view(joinId: string, options: { waitSeconds?: number; etag?: string } = {}): Promise<PinnedResponse> {
+    if (!this.connection?.alive) await this.connect();
+    const query = options.waitSeconds !== undefined ? `?waitSeconds=${options.waitSeconds}` : "";
+    return this.call("getRegistration", "GET", `/v1/join/registrations/${joinId}${query}`, { headers: options.etag ? { "if-none-match": options.etag } : {} });
+  }
+
+  /** `POST /v1/join/registrations/{joinId}/progress`. */
+  async progress(joinId: string, report: Record<string, unknown>): Promise<PinnedResponse> {
+    if (!this.connection?.alive) await this.connect();
+    return this.call("reportJoinProgress", "POST", `/v1/join/registrations/${joinId}/progress`, { json: report });
+  }
+}
+
+/** An inventory like the spec's example: one blank NVMe data disk, a system disk, two NICs. */
+export function sampleInventory(): Record<string, unknown> {
+  return {
+    uefi: true,
+    disks: [
+      {
+        name: "nvme0n1",
+        path: "/dev/nvme0n1",
+        byId: ["/dev/disk/by-id/nvme-SYSTEM_DISK_0001"],
+        wwn: "eui.0000000000000001",
+        sizeBytes: 512110190592,
+        mountpoints: ["/", "/boot/efi"],
+        holders: [{ kind: "partition-table", device: "nvme0n1", detail: "gpt" }],
+        partitions: [{ number: 1, name: "nvme0n1p1", path: "/dev/nvme0n1p1", sizeBytes: 536870912, fsType: "vfat" }],
+      },
+      {
+        name: "nvme1n1",
+        path: "/dev/nvme1n1",
+        byId: ["/dev/disk/by-id/nvme-Samsung_SSD_980_PRO_2TB_S6B0NL0W123456"],
+        wwn: "eui.002538b221b0a1c2",
+        sizeBytes: 2000398934016,
+        mountpoints: [],
+        holders: [],
+        partitions: [],
+        stack: [],
+      },
+      {
+        name: "sda",
+        path: "/dev/sda",
+        byId: ["/dev/disk/by-id/ata-OLD_DISK_42"],
+        wwn: "naa.5000c500a1b2c3d4",
+        sizeBytes: 1000204886016,
+        mountpoints: [],
+        holders: [{ kind: "filesystem", device: "sda1", detail: "ext4" }],
+        partitions: [{ number: 1, name: "sda1", path: "/dev/sda1", sizeBytes: 1000204886016, fsType: "ext4" }],
+      },
+    ],
+    nics: [
+      { name: "enp87s0", mac: "58:47:ca:70:11:02", operState: "up", link: "up", speedMbps: 1000, mtu: 1500, addresses: ["192.0.2.21/24"], wireless: false },
+      { name: "enp2s0f0", mac: "58:47:ca:70:11:03", operState: "up", link: "up", speedMbps: 10000, mtu: 9000, addresses: [], wireless: false },
+    ],
+    cpu: { model: "AMD Ryzen 9 7940HS", sockets: 1, cores: 8, threads: 16, virtualization: "svm" },
+    memoryBytes: 68719476736,
+    osDiskLayout: "compute-tail",
+  };
+}
+
+let seq = 0;
+
+/**
+ * A registration written straight into the store, as the listener would have stored it: for
+ * tests of what comes after the PAKE, without paying its Argon2 each time.
+ */
+export function insertJoinRow(server: ReferenceServer, overrides: Partial<JoinRow> = {}): string {
+  const now = Date.now();
+  const id = `nj-test${String(seq++).padStart(4, "0")}`;
+  const codeId = "jc-testcode";
+  if (!server.store.getCode(codeId)) {
+    server.store.tx(() =>
+      server.store.insertCode({ id: codeId, selector: "ZZ", record: "x", caFingerprint: server.caFingerprint, endpoint: "127.0.0.1:9444", attempts: 0, createdBy: "test", createdAt: now, expiresAt: now + 3600_000, revokedBy: "test", revokedAt: now }),
+    );
+  }
+  server.store.tx(() =>
+    server.store.insertJoin({
+      id,
+      codeId,
+      state: "pending",
+      pairingCode: "4F7-K2Q",
+      keyFingerprint: Array.from({ length: 32 }, () => "AB").join(":"),
+      sourceAddr: "192.0.2.21",
+      hostname: `host-${id}`,
+      systemSerial: null,
+      release: "0.6.0",
+      inventory: sampleInventory() as Inventory,
+      assignment: null,
+      nodeId: null,
+      upgrade: null,
+      approvedBy: null,
+      approvedAt: null,
+      rejectedBy: null,
+      rejectedAt: null,
+      reason: null,
+      deliveredAt: null,
+      lastSeenAt: now,
+      currentStep: null,
+      failedStep: null,
+      failedStepTitle: null,
+      failedError: null,
+      steps: [],
+      delivery: null,
+      createdAt: now,
+      updatedAt: now,
+      expiresAt: now + 3600_000,
+      ...overrides,
+    }),
+  );
+  return id;
+}
+
+/** Polls `check` until it returns a truthy value or `ms` pass. */
+export async function eventually<T>(check: () => T | Promise<T>, ms = 5000, step = 25): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > end) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, step));
+  }
+}
