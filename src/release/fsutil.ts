@@ -1,0 +1,146 @@
+/**
+ * File helpers of the release tooling and the downloader: hashing without holding a file in
+ * memory, durable writes (fsync, rename, directory fsync), and directory creation that never
+ * follows a symlink planted in the staging tree.
+ * @internal
+ * @module
+ */
+import { createHash, type Hash } from "node:crypto";
+import { constants as fsc } from "node:fs";
+import { lstat, mkdir, open, readdir, rename, unlink, type FileHandle } from "node:fs/promises";
+import { dirname, join, relative, sep } from "node:path";
+import { throwIfAborted } from "../core/retry.js";
+import { ReleaseDownloadError } from "./errors.js";
+
+/** Read and write unit: large enough that syscalls and hash calls are a rounding error. */
+export const IO_CHUNK = 1 << 20;
+
+/** Feeds the first `length` bytes of an open file into `hash`; returns how many bytes it read (less only if the file is shorter). */
+export async function hashPrefix(
+  fh: FileHandle,
+  hash: Hash,
+  length: number,
+  signal?: AbortSignal,
+  onBytes?: (n: number) => void,
+): Promise<number> {
+  const buffer = Buffer.allocUnsafe(Math.min(IO_CHUNK * 4, Math.max(length, 1)));
+  let done = 0;
+  while (done < length) {
+    throwIfAborted(signal);
+    const { bytesRead } = await fh.read(buffer, 0, Math.min(buffer.length, length - done), done);
+    if (bytesRead === 0) break;
+    hash.update(buffer.subarray(0, bytesRead));
+    done += bytesRead;
+    onBytes?.(bytesRead);
+  }
+  return done;
+}
+
+/** SHA-256 (hex) and size of a file, streamed. The file is opened without following a symlink. */
+export async function hashFile(path: string, signal?: AbortSignal): Promise<{ sha256: string; size: number }> {
+  const fh = await open(path, fsc.O_RDONLY | fsc.O_NOFOLLOW);
+  try {
+    const hash = createHash("sha256");
+    const size = (await fh.stat()).size;
+    const read = await hashPrefix(fh, hash, size, signal);
+    return { sha256: hash.digest("hex"), size: read };
+  } finally {
+    await fh.close();
+  }
+}
+
+/** fsync a directory, so that a rename into it survives a crash. */
+export async function fsyncDir(path: string): Promise<void> {
+  const fh = await open(path, fsc.O_RDONLY | fsc.O_DIRECTORY);
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
+ * Makes sure `root/relDir` exists as a chain of real directories below `root`, creating what
+ * is missing. A component that is a symlink or not a directory is refused, not followed:
+ * a symlink planted in the staging tree must not send a download elsewhere.
+ */
+export async function ensureRealDirs(root: string, relDir: string, releasePath: string): Promise<void> {
+  let at = root;
+  for (const part of relDir.split("/").filter(Boolean)) {
+    at = join(at, part);
+    let stat;
+    try {
+      stat = await lstat(at);
+    } catch (error) {
+      if (errorCode(error) !== "ENOENT") throw localError(error, releasePath);
+      try {
+        await mkdir(at, { mode: 0o755 });
+      } catch (mkdirError) {
+        if (errorCode(mkdirError) !== "EEXIST") throw localError(mkdirError, releasePath);
+      }
+      stat = await lstat(at);
+    }
+    if (stat.isSymbolicLink() || !stat.isDirectory()) {
+      throw new ReleaseDownloadError(
+        "unsafe-staging",
+        `${relative(root, at).split(sep).join("/")} in the destination is ${stat.isSymbolicLink() ? "a symlink" : "not a directory"}; refusing to write ${releasePath} through it`,
+        { path: releasePath },
+      );
+    }
+  }
+}
+
+/** Writes a small file durably: temp file, fsync, rename, directory fsync. */
+export async function writeFileDurably(path: string, data: Uint8Array): Promise<void> {
+  const temp = `${path}.tmp-${process.pid}-${Date.now()}`;
+  const fh = await open(temp, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW, 0o644);
+  try {
+    await fh.writeFile(data);
+    await fh.sync();
+  } catch (error) {
+    await fh.close().catch(() => {});
+    await unlink(temp).catch(() => {});
+    throw error;
+  }
+  await fh.close();
+  await rename(temp, path);
+  await fsyncDir(dirname(path));
+}
+
+/** Every regular file below `dir`, as sorted release paths (POSIX, relative). Symlinks and other non-regular entries are returned in `rejected`. */
+export async function walkFiles(dir: string): Promise<{ files: string[]; rejected: string[] }> {
+  const files: string[] = [];
+  const rejected: string[] = [];
+  async function walk(at: string, prefix: string): Promise<void> {
+    const entries = await readdir(at, { withFileTypes: true });
+    for (const entry of entries) {
+      const rel = prefix ? `${prefix}/${entry.name}` : entry.name;
+      if (entry.isDirectory()) await walk(join(at, entry.name), rel);
+      else if (entry.isFile()) files.push(rel);
+      else rejected.push(rel);
+    }
+  }
+  await walk(dir, "");
+  const order = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  return { files: files.sort(order), rejected: rejected.sort(order) };
+}
+
+/** The `code` of a Node system error, if any. */
+export function errorCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : undefined;
+}
+
+/** Wraps a local file error in the typed download error (`disk-full` for ENOSPC/EDQUOT). */
+export function localError(error: unknown, releasePath: string | undefined): ReleaseDownloadError {
+  if (error instanceof ReleaseDownloadError) return error;
+  const code = errorCode(error);
+  const full = code === "ENOSPC" || code === "EDQUOT";
+  return new ReleaseDownloadError(
+    full ? "disk-full" : "local-io",
+    full
+      ? `the disk is full while writing ${releasePath ?? "the release"}; what was written stays and a later run resumes from it`
+      : `a local file operation failed for ${releasePath ?? "the release"} (${code ?? "error"})`,
+    { ...(releasePath === undefined ? {} : { path: releasePath }), cause: error },
+  );
+}

@@ -1,0 +1,145 @@
+/**
+ * Where release files come from. The downloader speaks to a {@link ReleaseSource}, so a mirror
+ * (plain HTTPS), the founder (the pinned join-listener connection) and tests all plug in the
+ * same way; every rule about what an answer may be lives in the downloader, not here.
+ * @module
+ */
+import { Agent, type Dispatcher } from "undici";
+import { ReleaseArgumentError } from "./errors.js";
+
+/** One request of the downloader: a whole file, or its tail from `range.start`. */
+export interface ReleaseFetchRequest {
+  /** Ask for the bytes from `start` to the end (`Range: bytes=START-`). Absent: the whole file. */
+  range?: { start: number };
+  /** A strong ETag to send as `If-Range`, so a changed file comes back whole (200), not spliced. */
+  ifRange?: string;
+  /** Aborts the request and its body. */
+  signal?: AbortSignal;
+}
+
+/** Response headers with lower-case names, as Node and undici give them. */
+export type ReleaseResponseHeaders = Readonly<Record<string, string | string[] | undefined>>;
+
+/** The answer to a {@link ReleaseFetchRequest}, before its body is read. */
+export interface ReleaseFetchResponse {
+  /** The HTTP status. */
+  status: number;
+  /** The headers, lower-case names. */
+  headers: ReleaseResponseHeaders;
+  /** The body, exactly as sent (not decompressed). The downloader reads it or cancels it (`return()` on its iterator). */
+  body: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>;
+}
+
+/**
+ * A place release files are fetched from, by release path (`payload/manifest.json`,
+ * `os/blobs/…`). Contract: `fetch` sends one GET for that path with `Accept-Encoding: identity`,
+ * `Range: bytes=START-` when `range` is given and `If-Range` when `ifRange` is; it neither
+ * retries, decompresses nor follows redirects; it resolves with the answer as soon as the
+ * headers are in and rejects only when no answer came (refused, reset, TLS, abort: the
+ * abort re-thrown as is). The downloader applies every rule to what comes back.
+ */
+export interface ReleaseSource {
+  /** A short description for messages and logs (`mirror https://…`, `founder …`). Carries no secret. */
+  describe(): string;
+  /** Fetches one file, or its tail. */
+  fetch(path: string, request: ReleaseFetchRequest): Promise<ReleaseFetchResponse>;
+  /** Releases the connections the source opened itself, if any. */
+  close?(): Promise<void>;
+}
+
+/** Tuning shared by the undici-backed sources. */
+export interface DispatcherSourceOptions {
+  /** The origin (`https://host:port`) to send requests to; needed for an Agent or Pool, ignored by a Client bound to one origin. */
+  origin?: string;
+  /** Extra request headers (e.g. a `user-agent`). Range, If-Range and Accept-Encoding are the downloader's. */
+  headers?: Record<string, string>;
+  /** Bytes undici buffers per response before it stops reading the socket. Default 4 MiB: room for the network to keep going while a write or a hash catches up. */
+  highWaterMark?: number;
+  /** Longest wait for the headers, ms. Default 60 s. */
+  headersTimeout?: number;
+  /** Longest silence inside a body, ms. Default 60 s: a stalled transfer is cut and resumed. */
+  bodyTimeout?: number;
+  /** A description for messages; default `basePath` on the dispatcher's origin. */
+  description?: string;
+}
+
+/**
+ * A source on any undici Dispatcher: GET `basePath/<release path>` (each segment
+ * percent-encoded). For the founder, the lead passes the undici Client pinned to the machine
+ * key and the cluster CA, and `/v1/join/registrations/{joinId}/release`. The dispatcher is the
+ * caller's: `close()` leaves it open.
+ */
+export function dispatcherSource(dispatcher: Dispatcher, basePath: string, options: DispatcherSourceOptions = {}): ReleaseSource {
+  const base = basePath.replace(/\/+$/, "");
+  if (!base.startsWith("/") && base !== "") throw new ReleaseArgumentError("basePath is an absolute URL path");
+  const description = options.description ?? `${options.origin ?? ""}${base}/`;
+  return {
+    describe: () => description,
+    async fetch(path, request) {
+      const headers: Record<string, string> = { ...options.headers, "accept-encoding": "identity" };
+      if (request.range) headers.range = `bytes=${request.range.start}-`;
+      if (request.ifRange) headers["if-range"] = request.ifRange;
+      const answer = await dispatcher.request({
+        ...(options.origin === undefined ? {} : { origin: options.origin }),
+        path: `${base}/${encodeReleasePath(path)}`,
+        method: "GET",
+        headers,
+        signal: request.signal ?? null,
+        highWaterMark: options.highWaterMark ?? 4 << 20,
+        headersTimeout: options.headersTimeout ?? 60_000,
+        bodyTimeout: options.bodyTimeout ?? 60_000,
+      });
+      return { status: answer.statusCode, headers: answer.headers, body: answer.body };
+    },
+  };
+}
+
+/** Options of {@link mirrorSource}. */
+export interface MirrorSourceOptions extends Omit<DispatcherSourceOptions, "origin"> {
+  /** CA certificate(s), PEM, to trust instead of the system's (a test CA, a private mirror). */
+  ca?: string | string[];
+  /** A dispatcher to use instead of the mirror's own Agent (then `ca` is the dispatcher's business and `close()` leaves it open). */
+  dispatcher?: Dispatcher;
+  /** Connections per origin of the mirror's own Agent. Default 8. */
+  connections?: number;
+}
+
+/**
+ * A release mirror: `upgrade.source`, an HTTPS URL of the release directory. Plain HTTP is
+ * refused: the manifest's signature protects the content, not which release the joiner is
+ * told about or how long it waits. `close()` closes the Agent it made.
+ */
+export function mirrorSource(baseUrl: string, options: MirrorSourceOptions = {}): ReleaseSource {
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw new ReleaseArgumentError("the release source is not a URL");
+  }
+  if (url.protocol !== "https:") throw new ReleaseArgumentError("a release mirror is reached over HTTPS");
+  if (url.username || url.password) throw new ReleaseArgumentError("a release mirror URL carries no credentials");
+  if (url.search || url.hash) throw new ReleaseArgumentError("a release mirror URL has no query or fragment");
+  const own = options.dispatcher
+    ? undefined
+    : new Agent({
+        connections: options.connections ?? 8,
+        ...(options.ca === undefined ? {} : { connect: { ca: options.ca } }),
+      });
+  const source = dispatcherSource(options.dispatcher ?? own!, url.pathname, {
+    ...options,
+    origin: url.origin,
+    description: options.description ?? `mirror ${url.origin}${url.pathname.replace(/\/+$/, "")}/`,
+  });
+  return {
+    describe: source.describe,
+    fetch: source.fetch,
+    async close() {
+      await own?.close();
+    },
+  };
+}
+
+/** A release path as a URL path: each segment percent-encoded, so no segment can smuggle `?`, `#` or `%2e%2e`. */
+export function encodeReleasePath(path: string): string {
+  return path.split("/").map(encodeURIComponent).join("/");
+}
