@@ -12,7 +12,7 @@ import { parseJoinUrl } from "../../src/index.js";
 import { parseJoinSession, generateReleaseKeyPair, signReleaseDirectory } from "../../src/node/index.js";
 import { COMMANDS, EXIT_CODE_TABLE, exitCodeForCode, runCli } from "../../src/cli/run.js";
 import { COMMON_FLAGS } from "../../src/cli/args.js";
-import { startHarness, type Harness } from "../node/harness.js";
+import { demoInventory, startHarness, type Harness } from "../node/harness.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -40,16 +40,6 @@ async function cli(args: string[], options: { env?: Record<string, string>; sign
   return { code, stdout, stderr, json };
 }
 
-const demoInventory = {
-  uefi: true,
-  disks: [
-    { name: "nvme0n1", path: "/dev/nvme0n1", byId: ["/dev/disk/by-id/nvme-SYS_1"], sizeBytes: 512e9, mountpoints: ["/"], holders: [{ kind: "partition-table", device: "nvme0n1", detail: "gpt" }] },
-    { name: "nvme1n1", path: "/dev/nvme1n1", byId: ["/dev/disk/by-id/nvme-DATA_1"], wwn: "eui.0025", sizeBytes: 2e12, mountpoints: [], holders: [] },
-  ],
-  nics: [{ name: "enp1s0", mac: "58:47:ca:70:11:02", addresses: ["127.0.0.1/8"], link: "up", mtu: 1500 }],
-  cpu: { model: "Test CPU", sockets: 1, cores: 8, threads: 16, virtualization: "svm" },
-  memoryBytes: 68719476736,
-};
 
 let tmp: string;
 beforeAll(() => {
