@@ -1964,6 +1964,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "joinId": "nj-8w2k4m1p",
+                     *       "state": "delivering",
+                     *       "pairingCode": "4F7-K2Q",
+                     *       "delivery": {
+                     *         "nodeId": "n-abc12def",
+                     *         "nodeYaml": "node:\n  id: n-abc12def\n  role: hybrid\n",
+                     *         "bundle": {
+                     *           "clusterId": "cl-3vin6yzz",
+                     *           "role": "hybrid",
+                     *           "nodes": [
+                     *             {
+                     *               "nodeId": "n-abc12def",
+                     *               "role": "hybrid",
+                     *               "networks": {
+                     *                 "storage": {
+                     *                   "ip": "192.0.2.111",
+                     *                   "interface": "vlan90"
+                     *                 }
+                     *               },
+                     *               "bootState": "ready",
+                     *               "bootPhase": "migrations"
+                     *             }
+                     *           ],
+                     *           "parentDomain": "stratum.example.com",
+                     *           "region": "lab-1",
+                     *           "dnsUpstreamServers": [
+                     *             "192.0.2.53"
+                     *           ],
+                     *           "adminEmail": "admin@cloud.internal",
+                     *           "membershipGeneration": 3
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Registration"];
                 };
             };
