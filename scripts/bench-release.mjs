@@ -132,6 +132,8 @@ try {
     best.curlSha = Math.min(best.curlSha, curl2.seconds + sum.seconds);
     const sync = sh("sync", []);
     best.curlSync = Math.min(best.curlSync, curl2.seconds + sync.seconds);
+    // curl's file goes before the SDK's run, as the SDK's goes before curl's: same page-cache state
+    rmSync(out, { force: true });
 
     const dest = join(work, `sdk-${run}`);
     settle();
@@ -144,7 +146,6 @@ try {
     rssKiB = Math.max(rssKiB, result.maxRssKiB);
     rmSync(dest, { recursive: true, force: true });
   }
-  rmSync(out, { force: true });
 
   // killed at half way, then resumed: the resumed run must fetch only what is missing (+1 MiB)
   const killDest = join(work, "sdk-kill");

@@ -143,6 +143,8 @@ export interface ReleaseTestHooks {
 
 const RETRYABLE_STATUS = new Set([408, 425, 429, 500, 502, 503, 504]);
 const WRITE_BATCH = 4 * IO_CHUNK;
+/** Buffers per writev: Linux's IOV_MAX. */
+const IOV_MAX = 1024;
 /** A slow source still gets its bytes to disk this often, so a crash loses little. */
 const WRITE_MAX_DELAY_MS = 250;
 
@@ -625,6 +627,8 @@ async function fillWith(
       pieces += 1;
       track.state = "downloading";
       let broken: unknown;
+      // the Writer keeps chunks until they are written: a Node stream's are fresh buffers; any other body's are copied, in case its source reuses them
+      const fresh = isNodeReadable(response.body);
       try {
         const status = response.status;
         await consumeBody(response.body, (chunk) => {
@@ -638,7 +642,7 @@ async function fillWith(
           fetched += chunk.length;
           ctx.fetched += chunk.length;
           track.add(chunk.length);
-          return writer.push(chunk);
+          return writer.push(fresh ? chunk : chunk.slice());
         });
       } catch (error) {
         if (error instanceof ReleaseVerificationError) {
@@ -745,18 +749,17 @@ async function flushOrThrow(writer: Writer, path: string): Promise<void> {
 }
 
 /**
- * Double-buffered: chunks are copied into one of two reusable buffers; a full buffer is
- * written (threadpool) while the other fills, and hashed in one call while its write runs.
- * One large hash call and one write per 4 MiB instead of one per 16 KiB TLS record, and the
- * same two buffers for the whole file instead of a fresh allocation per batch.
+ * Each chunk is hashed as it arrives (while it is still in the CPU cache, right after TLS
+ * decrypted it) and kept, not copied: every WRITE_BATCH bytes the kept chunks go to disk in
+ * one `writev` on the threadpool while the next batch gathers. At most one batch is being
+ * written and one gathering, so a few MiB are in flight whatever the file's size.
  */
 class Writer {
   /** File position of the next byte pushed. */
   position = 0;
-  /** Hashes every byte pushed, in order, by the time it is written. */
+  /** Hashes every byte pushed, in order. */
   hash: Hash = createHash("sha256");
-  private readonly buffers: [Buffer, Buffer] = [Buffer.allocUnsafeSlow(WRITE_BATCH), Buffer.allocUnsafeSlow(WRITE_BATCH)];
-  private current: 0 | 1 = 0;
+  private batch: Uint8Array[] = [];
   private fill = 0;
   private fillSince = 0;
   private inflight: Promise<void> | undefined;
@@ -772,31 +775,26 @@ class Writer {
   reset(position: number, hash: Hash): void {
     this.position = position;
     this.hash = hash;
+    this.batch = [];
     this.fill = 0;
   }
 
-  /** Queues a chunk; returns a promise only when the caller must wait (a buffer is full and the other is still being written). */
+  /**
+   * Hashes and queues a chunk, which must not be modified afterwards (a body's chunks are
+   * fresh buffers); returns a promise only when the caller must wait (a batch is ready and
+   * the previous one is still being written).
+   */
   push(chunk: Uint8Array): Promise<void> | undefined {
-    let from = 0;
-    while (from < chunk.length) {
-      if (this.fill === 0) this.fillSince = performance.now();
-      const n = Math.min(chunk.length - from, WRITE_BATCH - this.fill);
-      this.buffers[this.current].set(n === chunk.length ? chunk : chunk.subarray(from, from + n), this.fill);
-      this.fill += n;
-      from += n;
-      if (this.fill === WRITE_BATCH) {
-        if (from < chunk.length) {
-          const rest = chunk.subarray(from);
-          return this.cycle().then(() => this.push(rest));
-        }
-        return this.cycle();
-      }
-    }
-    if (this.fill > 0 && performance.now() - this.fillSince >= WRITE_MAX_DELAY_MS) return this.cycle();
+    if (chunk.length === 0) return undefined;
+    this.hash.update(chunk);
+    if (this.fill === 0) this.fillSince = performance.now();
+    this.batch.push(chunk);
+    this.fill += chunk.length;
+    if (this.fill >= WRITE_BATCH || performance.now() - this.fillSince >= WRITE_MAX_DELAY_MS) return this.cycle();
     return undefined;
   }
 
-  /** Everything pushed is hashed and written (to the page cache), or the write error is thrown. */
+  /** Everything pushed is written (to the page cache), or the write error is thrown. */
   async flush(): Promise<void> {
     await this.cycle();
     await this.wait();
@@ -804,6 +802,7 @@ class Writer {
 
   /** Waits for the write in flight, dropping what was not yet started; never throws. */
   async settle(): Promise<void> {
+    this.batch = [];
     this.fill = 0;
     await this.inflight?.catch(() => {});
     this.inflight = undefined;
@@ -819,30 +818,33 @@ class Writer {
   }
 
   private async cycle(): Promise<void> {
-    // the other buffer is about to be filled: its write must be over
+    // one batch on the disk at a time: the RSS bound
     await this.wait();
     if (this.fill === 0) return;
-    const buffer = this.buffers[this.current];
+    const chunks = this.batch;
     const length = this.fill;
     const position = this.position;
     this.position += length;
+    this.batch = [];
     this.fill = 0;
-    this.current = this.current === 0 ? 1 : 0;
-    this.inflight = this.write(buffer, length, position).catch((error: unknown) => {
+    this.inflight = this.write(chunks, length, position).catch((error: unknown) => {
       this.failure = new WriteError(error);
     });
-    // both only read the buffer: hash it here while the threadpool writes it
-    this.hash.update(length === buffer.length ? buffer : buffer.subarray(0, length));
   }
 
-  private async write(buffer: Buffer, length: number, position: number): Promise<void> {
+  private async write(chunks: Uint8Array[], length: number, position: number): Promise<void> {
     this.hooks.beforeWrite?.(this.path, position, length);
     let done = 0;
+    let first = 0;
     while (done < length) {
       // a short write (the disk filling up) is followed by one that reports the error
-      const { bytesWritten } = await this.fh.write(buffer, done, length - done, position + done);
+      const { bytesWritten } = await this.fh.writev(chunks.slice(first, first + IOV_MAX), position + done);
       if (bytesWritten === 0) throw Object.assign(new Error("no progress writing"), { code: "EIO" });
       done += bytesWritten;
+      // drop the chunks written, and the written head of a chunk cut short
+      let skip = bytesWritten;
+      while (skip > 0 && skip >= chunks[first]!.length) skip -= chunks[first++]!.length;
+      if (skip > 0) chunks[first] = chunks[first]!.subarray(skip);
     }
   }
 }
@@ -936,6 +938,8 @@ async function consumeBody(
       if (settled) return;
       settled = true;
       cleanup();
+      // undici's body errors with "Request aborted" when destroyed: nobody is listening any more
+      stream.on("error", ignore);
       stream.destroy();
       reject(error);
     };
@@ -983,6 +987,8 @@ async function consumeBody(
   });
 }
 
+function ignore(): void {}
+
 async function* iterate(body: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
   if (Symbol.asyncIterator in body) {
     yield* body as AsyncIterable<Uint8Array>;
@@ -1003,7 +1009,11 @@ async function* iterate(body: AsyncIterable<Uint8Array> | ReadableStream<Uint8Ar
 /** Stops a body without reading it, so its connection is released. */
 async function discard(body: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>): Promise<void> {
   try {
-    if (typeof (body as { destroy?: unknown }).destroy === "function") {
+    if (isNodeReadable(body)) {
+      // a destroyed undici body emits "Request aborted": expected here, not an uncaught error
+      body.on("error", ignore);
+      body.destroy();
+    } else if (typeof (body as { destroy?: unknown }).destroy === "function") {
       (body as unknown as { destroy(): void }).destroy();
     } else if (Symbol.asyncIterator in body) {
       await (body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]().return?.();
