@@ -236,6 +236,49 @@ function memberFrom(r: Row): MemberRow {
  * anywhere. After each committed transaction the store emits `change`, which wakes long polls
  * and the join runner.
  */
+/**
+ * Every database and prepared statement this process ever made, kept reachable for good.
+ *
+ * Why: on Node 24, better-sqlite3 12's Statement destructor (run when the garbage collector
+ * frees a statement) calls into Node's environment-cleanup hooks and aborts the process
+ * (`Assertion failed: (env) != nullptr`, SIGABRT) when the collection happens where no
+ * environment is current, e.g. in a microtask checkpoint of a socket read. better-sqlite3 makes
+ * a statement per `prepare()` and per `pragma()` call, so a busy server frees many. The
+ * statements here are prepared once per SQL text and never freed, so that destructor never
+ * runs while the process lives; the set is bounded (a few dozen SQL texts per database).
+ */
+const KEEP_FOREVER: unknown[] = [];
+
+/**
+ * Makes `db` reuse one prepared statement per SQL text, for `prepare()`, `pragma()` and
+ * transactions alike (they all go through the native `prepare`), and keeps them all alive for
+ * the life of the process (see {@link KEEP_FOREVER}).
+ */
+function immortalStatements(db: Database.Database): Database.Database {
+  const handle = Object.getOwnPropertySymbols(db)
+    .map((symbol) => (db as unknown as Record<symbol, unknown>)[symbol])
+    .find((value): value is { prepare: (sql: string, owner: unknown, pragma: boolean) => Database.Statement } =>
+      typeof (value as { prepare?: unknown } | null)?.prepare === "function",
+    );
+  if (!handle) throw new Error("better-sqlite3 changed: its native database handle was not found");
+  const prepare = handle.prepare.bind(handle);
+  const cache = new Map<string, Database.Statement>();
+  KEEP_FOREVER.push(db, cache);
+  handle.prepare = (sql, owner, pragma) => {
+    const key = `${pragma ? "p" : "s"}\u0000${sql}`;
+    let statement = cache.get(key);
+    if (!statement) {
+      statement = prepare(sql, owner, pragma);
+      cache.set(key, statement);
+    } else if (statement.reader) {
+      // pragma() plucks a simple answer; a reused statement starts from the default mode.
+      statement.pluck(false);
+    }
+    return statement;
+  };
+  return db;
+}
+
 export class Store extends EventEmitter {
   readonly db: Database.Database;
   #depth = 0;
@@ -246,7 +289,7 @@ export class Store extends EventEmitter {
     this.setMaxListeners(0);
     if (!existsSync(path)) closeSync(openSync(path, "a", 0o600));
     chmodSync(path, 0o600);
-    this.db = new Database(path);
+    this.db = immortalStatements(new Database(path));
     this.db.pragma("journal_mode = WAL");
     // FULL: a change the server answered survives a power cut, not only a process crash.
     this.db.pragma("synchronous = FULL");
