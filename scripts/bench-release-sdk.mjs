@@ -5,6 +5,13 @@ import { readFileSync } from "node:fs";
 import { downloadRelease } from "../src/release/index.ts";
 
 const config = JSON.parse(process.argv[2]);
+// BENCH_MEM=1: where the peak RSS goes (V8 heap, Buffers outside it, the rest), on stderr.
+const peak = { rss: 0, heapTotal: 0, heapUsed: 0, external: 0, arrayBuffers: 0 };
+const sampler = process.env.BENCH_MEM
+  ? setInterval(() => {
+      for (const [key, value] of Object.entries(process.memoryUsage())) if (key in peak) peak[key] = Math.max(peak[key], value);
+    }, 50)
+  : undefined;
 const started = performance.now();
 const result = await downloadRelease({
   upgrade: { to: config.release, source: config.url },
@@ -14,4 +21,9 @@ const result = await downloadRelease({
   ...(config.progress ? { onProgress: (p) => process.stdout.write(`progress ${p.bytesDone}\n`) } : {}),
 });
 const seconds = (performance.now() - started) / 1000;
+if (sampler) {
+  clearInterval(sampler);
+  const mib = (n) => `${(n / 1048576).toFixed(0)} MiB`;
+  process.stderr.write(`memory peaks: ${Object.entries(peak).map(([k, v]) => `${k} ${mib(v)}`).join(", ")}\n`);
+}
 process.stdout.write(`${JSON.stringify({ seconds, bytesFetched: result.bytesFetched, maxRssKiB: process.resourceUsage().maxRSS })}\n`);
