@@ -21,8 +21,7 @@ import { fromBase64Url } from "../core/bytes.js";
 import { parseJoinCode, type JoinCode } from "../core/join-code.js";
 import { formatEndpoint, parseEndpoint, parseJoinUrl } from "../core/join-url.js";
 import { bindingTranscript, clientBinding, deriveBindingKeys, derivePairingCode, formatPairingCode, parsePairingCode, verifyBinding } from "../core/pairing.js";
-import { problemFromBody } from "../core/problem.js";
-import { parseRetryAfter, throwIfAborted } from "../core/retry.js";
+import { throwIfAborted } from "../core/retry.js";
 import { StratumApiError, StratumError } from "../errors/index.js";
 import { CodeCheckSchema, PakeChallengeSchema, parseResponse, RegistrationSchema } from "../schemas/index.js";
 import type { CodeCheck, Inventory, Registration } from "../types.js";
@@ -31,7 +30,7 @@ import { JoinProtocolError } from "./errors.js";
 import { createThrowawayIdentity, type MachineIdentity } from "./identity.js";
 import type { JoinSession } from "./join-session.js";
 import { finishLogin, startLogin } from "./opaque.js";
-import { openPinnedConnection, type PinnedConnection, type PinnedResponse } from "./pinned-connection.js";
+import { openPinnedConnection, refusalOf, responseHeader, type PinnedConnection, type PinnedResponse } from "./pinned-connection.js";
 import { caFingerprint, verifyListenerCertificate } from "./pki.js";
 
 /** Where the join listener is and which code to prove: a join URL, or an endpoint and a code. */
@@ -114,17 +113,6 @@ function readTarget(target: JoinTarget): Target {
   return { host: endpoint.host, port: endpoint.port, endpoint: formatEndpoint(endpoint, { includeDefaultPort: true }), code };
 }
 
-/** The refusal of a call on the listener as a typed error. */
-function refusal(response: PinnedResponse, operation: string): StratumApiError {
-  const retryAfter = parseRetryAfter(header(response, "retry-after"));
-  return problemFromBody(response.status, response.json, retryAfter, operation);
-}
-
-function header(response: PinnedResponse, name: string): string | undefined {
-  const value = response.headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
-
 function pemToDer(pem: string): Uint8Array {
   try {
     return new Uint8Array(new X509Certificate(pem).raw);
@@ -158,7 +146,7 @@ async function proveCode(connection: PinnedConnection, target: Target, keyFinger
     json: { selector: target.code.selector, ke1: login.ke1 },
     ...(signal ? { signal } : {}),
   });
-  if (response.status !== 200) throw refusal(response, "POST /v1/join/pake");
+  if (response.status !== 200) throw refusalOf(response, "POST /v1/join/pake");
   const challenge = parseResponse(PakeChallengeSchema, "POST /v1/join/pake", response.json);
   const caDer = pemToDer(challenge.caCertificate);
   throwIfAborted(signal);
@@ -228,8 +216,8 @@ async function proveAndCall(
         json: body({ session: proof.session, ke3: proof.ke3 }),
         ...(options.signal ? { signal: options.signal } : {}),
       });
-      if (response.status >= 400) throw refusal(response, `POST ${path}`);
-      if (!(await verifyBinding(proof.ks, proof.transcript, header(response, "join-binding")))) {
+      if (response.status >= 400) throw refusalOf(response, `POST ${path}`);
+      if (!(await verifyBinding(proof.ks, proof.transcript, responseHeader(response, "join-binding")))) {
         throw new JoinProtocolError(
           "BINDING_MISMATCH",
           "the join listener's answer does not carry the channel binding of this exchange: the connection is relayed or tampered with; its answer was not used",

@@ -15,7 +15,9 @@ import { X509Certificate as NodeX509Certificate } from "node:crypto";
 import { isIP } from "node:net";
 import * as tls from "node:tls";
 import { Client, type Dispatcher } from "undici";
-import { NetworkError, ResponseValidationError, StratumError, TimeoutError } from "../errors/index.js";
+import { problemFromBody } from "../core/problem.js";
+import { parseRetryAfter } from "../core/retry.js";
+import { NetworkError, ResponseValidationError, StratumApiError, StratumError, TimeoutError } from "../errors/index.js";
 import { JoinProtocolError } from "./errors.js";
 import type { MachineIdentity } from "./identity.js";
 import { spkiFingerprint, verifyListenerCertificate } from "./pki.js";
@@ -99,6 +101,17 @@ export interface PinnedResponse {
   body: Uint8Array;
   /** The body parsed, when the content type is JSON (`application/json`, `…+json`) and the body is not empty. */
   json: unknown;
+}
+
+/** A response header's (first) value; names are lower case. */
+export function responseHeader(response: PinnedResponse, name: string): string | undefined {
+  const value = response.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** The refusal (a 4xx/5xx answer) of a call on the listener as a typed error, `Retry-After` included. */
+export function refusalOf(response: PinnedResponse, operation: string): StratumApiError {
+  return problemFromBody(response.status, response.json, parseRetryAfter(responseHeader(response, "retry-after")), operation);
 }
 
 /** A TLS 1.3 connection to the listener, held for one exchange, with an HTTP client on it. */

@@ -5,8 +5,7 @@
  * @module
  */
 import { parseEndpoint } from "../core/join-url.js";
-import { problemFromBody } from "../core/problem.js";
-import { parseRetryAfter, retryDelay, sleep, throwIfAborted, type BackoffOptions } from "../core/retry.js";
+import { retryDelay, sleep, throwIfAborted, type BackoffOptions } from "../core/retry.js";
 import { isAbortError, NetworkError, StratumApiError, StratumError, TimeoutError } from "../errors/index.js";
 import { parseResponse, RegistrationSchema } from "../schemas/index.js";
 import type { JoinState, ProgressReport, Registration } from "../types.js";
@@ -14,7 +13,7 @@ import { concealSecrets } from "./delivery.js";
 import { JoinProtocolError } from "./errors.js";
 import type { MachineIdentity } from "./identity.js";
 import { sessionCaDer, type JoinSession } from "./join-session.js";
-import { openPinnedConnection, type PinnedConnection, type PinnedResponse } from "./pinned-connection.js";
+import { openPinnedConnection, refusalOf, responseHeader, type PinnedConnection, type PinnedResponse } from "./pinned-connection.js";
 
 /** States a registration never leaves. */
 export const FINAL_STATES: readonly JoinState[] = ["joined", "rejected", "expired"];
@@ -57,15 +56,6 @@ export async function openSessionConnection(
     ...(options.signal ? { signal: options.signal } : {}),
     ...(options.connectTimeoutMs ? { connectTimeoutMs: options.connectTimeoutMs } : {}),
   });
-}
-
-function header(response: PinnedResponse, name: string): string | undefined {
-  const value = response.headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
-
-function refusal(response: PinnedResponse, operation: string): StratumApiError {
-  return problemFromBody(response.status, response.json, parseRetryAfter(header(response, "retry-after")), operation);
 }
 
 function view(response: PinnedResponse, operation: string): Registration {
@@ -125,9 +115,9 @@ export async function* watchRegistration(
           failures = 0;
           continue;
         }
-        if (response.status !== 200) throw refusal(response, `GET ${path}`);
+        if (response.status !== 200) throw refusalOf(response, `GET ${path}`);
         failures = 0;
-        etag = header(response, "etag");
+        etag = responseHeader(response, "etag");
         const registration = view(response, `GET ${path}`);
         yield registration;
         if (FINAL_STATES.includes(registration.state)) return;
@@ -218,7 +208,7 @@ export async function reportProgress(
   const connection = await openSessionConnection(session, identity, signal ? { signal } : {});
   try {
     const response = await connection.request({ method: "POST", path, json: body, ...(signal ? { signal } : {}) });
-    if (response.status !== 200) throw refusal(response, `POST ${path}`);
+    if (response.status !== 200) throw refusalOf(response, `POST ${path}`);
     return view(response, `POST ${path}`);
   } finally {
     await connection.close();

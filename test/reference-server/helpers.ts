@@ -4,13 +4,10 @@
  * connection, with the channel binding of src/core/pairing.ts), and a validator that holds
  * every answer to openapi.yaml.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import Ajv2020 from "ajv/dist/2020.js";
-import addFormats from "ajv-formats";
 import { expect } from "vitest";
-import { parse } from "yaml";
 import { parseJoinCode } from "../../src/core/join-code.js";
 import { bindingTranscript, clientBinding, deriveBindingKeys, derivePairingCode, formatPairingCode, verifyBinding } from "../../src/core/pairing.js";
 import { createMachineIdentity, type MachineIdentity } from "../../src/node/identity.js";
@@ -21,15 +18,11 @@ import type { ReferenceServerConfig } from "../../examples/reference-server/conf
 import type { JoinRow } from "../../examples/reference-server/store.js";
 import type { Inventory } from "../../src/types.js";
 import { startReferenceServer, type ReferenceServer } from "../../examples/reference-server/server.js";
+import { spec, specAjv } from "../spec/spec.js";
 
 // ------------------------------------------------------------------ the spec
 
-const spec = parse(readFileSync(new URL("../../openapi.yaml", import.meta.url), "utf8"));
-const ajv = new Ajv2020.default({ strict: false, allErrors: true });
-addFormats.default(ajv);
-ajv.addFormat("int64", { type: "number", validate: (n: number) => Number.isSafeInteger(n) });
-ajv.addFormat("byte", /^[A-Za-z0-9+/_-]*={0,2}$/);
-ajv.addSchema(spec, "openapi");
+const ajv = specAjv();
 
 const escape = (key: string): string => key.replace(/~/g, "~0").replace(/\//g, "~1");
 const operations = new Map<string, { path: string; method: string }>();

@@ -18,7 +18,8 @@ import {
 import { StratumApiError } from "../../src/errors/index.js";
 import { MANIFEST_CASES, caseKeys, type CaseKeys } from "./helpers/manifest-cases.js";
 import { startMirror, type Mirror, type MirrorFault, type MirrorLogEntry, type MirrorRequest } from "./helpers/mirror.js";
-import { makeTestPki, type TestPki } from "./helpers/pki.js";
+import { startMirroredRelease, type MirroredRelease } from "./helpers/mirrored-release.js";
+import type { TestPki } from "./helpers/pki.js";
 import { makeRelease, removeDir, tempDir, writeEnvelope, type Fixture } from "./helpers/release.js";
 import { download, failure, listTree } from "./helpers/run.js";
 
@@ -29,25 +30,18 @@ const HALF = 300_000;
 let pki: TestPki;
 let fx: Fixture;
 let mirror: Mirror;
-const cleanup: string[] = [];
+let env: MirroredRelease;
 
 beforeAll(async () => {
-  pki = await makeTestPki();
-  fx = await makeRelease({ [TARGET]: SIZE, "sysext/other.raw": 10_000 });
-  cleanup.push(fx.dir);
-  mirror = await startMirror({ root: fx.dir, pki });
+  env = await startMirroredRelease({ [TARGET]: SIZE, "sysext/other.raw": 10_000 });
+  ({ pki, fx, mirror } = env);
 });
 
 afterAll(async () => {
-  await mirror?.close();
-  await Promise.all(cleanup.map(removeDir));
+  await env?.close();
 });
 
-async function dest(): Promise<string> {
-  const dir = await tempDir();
-  cleanup.push(dir);
-  return dir;
-}
+const dest = (): Promise<string> => env.dest();
 
 type Outcome = { ok: true } | { rule: ReleaseVerificationRule } | { reason: ReleaseDownloadFailure };
 
@@ -267,7 +261,7 @@ describe("adversarial: connection resets at random offsets", () => {
   it("ends with the right file in 50 runs out of 50", async () => {
     const size = 256 * 1024;
     const small = await makeRelease({ "os/blobs/r": size });
-    cleanup.push(small.dir);
+    env.track(small.dir);
     const resets = await startMirror({ root: small.dir, pki });
     let seed = Number(process.env.RELEASE_FUZZ_SEED ?? Date.now() % 1_000_000);
     const initial = seed;
@@ -305,7 +299,7 @@ describe("adversarial: hostile manifests served by the mirror", () => {
   beforeAll(async () => {
     keys = caseKeys();
     root = await tempDir();
-    cleanup.push(root);
+    env.track(root);
     await mkdir(join(root, "os/blobs"), { recursive: true });
     await writeFile(join(root, "os/blobs/a"), "abc");
     served = await startMirror({ root, pki });
@@ -351,7 +345,7 @@ async function isSymlink(path: string): Promise<boolean> {
 /** The contents of every temp dir made by this file other than `dir`: a download must not write outside its destination. */
 async function snapshotOutside(dir: string): Promise<string> {
   const parts: string[] = [];
-  for (const other of cleanup) {
+  for (const other of env.dirs()) {
     if (other === dir || other === fx.dir) continue;
     for (const path of await listTree(other)) {
       const content = await readFile(join(other, path)).catch(() => Buffer.alloc(0));

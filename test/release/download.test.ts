@@ -15,14 +15,15 @@ import {
   type ReleaseSource,
 } from "../../src/release/index.js";
 import { startMirror, type Mirror } from "./helpers/mirror.js";
+import { startMirroredRelease, type MirroredRelease } from "./helpers/mirrored-release.js";
 import { makeTestPki, type TestPki } from "./helpers/pki.js";
-import { makeRelease, removeDir, tempDir, type Fixture } from "./helpers/release.js";
+import type { Fixture } from "./helpers/release.js";
 import { download, failure, listTree } from "./helpers/run.js";
 
 let pki: TestPki;
 let fx: Fixture;
 let mirror: Mirror;
-const cleanup: string[] = [];
+let env: MirroredRelease;
 
 const FILES = {
   "os/blobs/sha256-1": 700_000,
@@ -33,22 +34,15 @@ const FILES = {
 };
 
 beforeAll(async () => {
-  pki = await makeTestPki();
-  fx = await makeRelease(FILES);
-  cleanup.push(fx.dir);
-  mirror = await startMirror({ root: fx.dir, pki });
+  env = await startMirroredRelease(FILES);
+  ({ pki, fx, mirror } = env);
 });
 
 afterAll(async () => {
-  await mirror?.close();
-  await Promise.all(cleanup.map(removeDir));
+  await env?.close();
 });
 
-async function dest(): Promise<string> {
-  const dir = await tempDir();
-  cleanup.push(dir);
-  return dir;
-}
+const dest = (): Promise<string> => env.dest();
 
 async function expectRelease(dir: string): Promise<void> {
   for (const [path, content] of fx.contents) expect((await readFile(join(dir, path))).equals(content)).toBe(true);

@@ -8,9 +8,9 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ReleaseDownloadError } from "../../src/release/index.js";
 import { RELEASE_TEST_HOOKS, type ReleaseTestHooks } from "../../src/release/download.js";
-import { startMirror, type Mirror } from "./helpers/mirror.js";
-import { makeTestPki, type TestPki } from "./helpers/pki.js";
-import { makeRelease, removeDir, tempDir, type Fixture } from "./helpers/release.js";
+import type { Mirror } from "./helpers/mirror.js";
+import { startMirroredRelease, type MirroredRelease } from "./helpers/mirrored-release.js";
+import type { Fixture } from "./helpers/release.js";
 import { download, failure, listTree } from "./helpers/run.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -18,28 +18,20 @@ const root = resolve(here, "../..");
 const BIG = "os/blobs/big";
 const SIZE = 4 * 1024 * 1024;
 
-let pki: TestPki;
 let fx: Fixture;
 let mirror: Mirror;
-const cleanup: string[] = [];
+let env: MirroredRelease;
 
 beforeAll(async () => {
-  pki = await makeTestPki();
-  fx = await makeRelease({ [BIG]: SIZE, "sysext/small.raw": 5000 });
-  cleanup.push(fx.dir);
-  mirror = await startMirror({ root: fx.dir, pki });
+  env = await startMirroredRelease({ [BIG]: SIZE, "sysext/small.raw": 5000 });
+  ({ fx, mirror } = env);
 });
 
 afterAll(async () => {
-  await mirror?.close();
-  await Promise.all(cleanup.map(removeDir));
+  await env?.close();
 });
 
-async function dest(): Promise<string> {
-  const dir = await tempDir();
-  cleanup.push(dir);
-  return dir;
-}
+const dest = (): Promise<string> => env.dest();
 
 describe("killed mid-download", () => {
   it("a SIGKILLed process's .partial is re-hashed and resumed: only the missing bytes are fetched", async () => {

@@ -1,21 +1,7 @@
 // Every example in openapi.yaml is valid against the schema it illustrates, so the spec never
 // shows a reader (or a generated mock) a shape the API would refuse.
-import { readFileSync } from "node:fs";
-import Ajv2020 from "ajv/dist/2020.js";
-import addFormats from "ajv-formats";
 import { describe, expect, it } from "vitest";
-import { parse } from "yaml";
-
-const spec = parse(readFileSync(new URL("../../openapi.yaml", import.meta.url), "utf8"));
-
-function makeAjv() {
-  const ajv = new Ajv2020.default({ strict: false, allErrors: true });
-  addFormats.default(ajv);
-  ajv.addFormat("int64", { type: "number", validate: (n: number) => Number.isSafeInteger(n) });
-  ajv.addFormat("byte", /^[A-Za-z0-9+/_-]*={0,2}$/);
-  ajv.addSchema(spec, "openapi");
-  return ajv;
-}
+import { spec, specAjv as makeAjv } from "./spec.js";
 
 interface Example {
   where: string;
