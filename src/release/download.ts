@@ -12,9 +12,10 @@ import { dirname, join, resolve } from "node:path";
 import { StratumApiError, NetworkError, type ProblemBody } from "../errors/index.js";
 import { abortReason, parseRetryAfter, retryDelay, sleep, throwIfAborted } from "../core/retry.js";
 import { ReleaseArgumentError, ReleaseDownloadError, ReleaseVerificationError } from "./errors.js";
-import { ensureRealDirs, errorCode, fsyncDir, hashPrefix, IO_CHUNK, localError, writeFileDurably } from "./fsutil.js";
+import { alignedBuffers, DIRECT_ALIGN, ensureRealDirs, errorCode, fsyncDir, hashPrefix, IO_CHUNK, localError, openDirect, writeFileDurably } from "./fsutil.js";
 import type { ReleasePublicKeyInput } from "./keys.js";
 import type { ReleaseFile, ReleaseManifest } from "./manifest.js";
+import { isDirectBody, type BodySink } from "./http1.js";
 import { mirrorSource, type MirrorSourceOptions, type ReleaseFetchResponse, type ReleaseSource } from "./sources.js";
 import { checkTrustOptions, PARTIAL_SUFFIX, RELEASE_MANIFEST_PATH, resolveLimits, verifyReleaseManifest, type ReleaseLimits } from "./verify.js";
 
@@ -143,8 +144,10 @@ export interface ReleaseTestHooks {
 
 const RETRYABLE_STATUS = new Set([408, 425, 429, 500, 502, 503, 504]);
 const WRITE_BATCH = 4 * IO_CHUNK;
-/** Buffers per writev: Linux's IOV_MAX. */
-const IOV_MAX = 1024;
+/** Batches per file: one filling while the others wait for or are in their write. */
+const BATCHES = 3;
+/** A batch with less room than a TLS record is cycled: a read into a sliver would be split. */
+const MIN_SPACE = 16 * 1024;
 /** A slow source still gets its bytes to disk this often, so a crash loses little. */
 const WRITE_MAX_DELAY_MS = 250;
 
@@ -494,11 +497,12 @@ async function fillPartial(
   track: FileTrack,
   partialPath: string,
 ): Promise<{ fetched: number }> {
-  const writer = new Writer(fh, file.path, ctx.hooks);
+  const writer = await Writer.open(fh, file.path, ctx.hooks);
   try {
     return await fillWith(ctx, file, fh, track, partialPath, writer);
   } finally {
     await writer.settle();
+    await writer.close();
   }
 }
 
@@ -529,7 +533,7 @@ async function fillWith(
       track.state = "checking";
       const prefix = createHash("sha256");
       offset = await hashPrefix(fh, prefix, size, ctx.signal, (n) => track.add(n));
-      writer.reset(offset, prefix);
+      await writer.reset(offset, prefix);
       pieces = 1;
     }
   } catch (error) {
@@ -544,7 +548,7 @@ async function fillWith(
       throw localError(error, path);
     }
     offset = 0;
-    writer.reset(0, createHash("sha256"));
+    await writer.reset(0, createHash("sha256"));
     pieces = 0;
     etag = undefined;
     track.reset();
@@ -627,23 +631,27 @@ async function fillWith(
       pieces += 1;
       track.state = "downloading";
       let broken: unknown;
-      // the Writer keeps chunks until they are written: a Node stream's are fresh buffers; any other body's are copied, in case its source reuses them
-      const fresh = isNodeReadable(response.body);
-      try {
-        const status = response.status;
-        await consumeBody(response.body, (chunk) => {
-          if (offset + chunk.length > end) {
+      const status = response.status;
+      // every byte of the body passes here, in place in the Writer's batch, before it is hashed
+      const sink: BodySink = {
+        space: () => writer.space(),
+        filled: (n) => {
+          if (offset + n > end) {
             if (end === file.size) {
               throw new ReleaseVerificationError("size", `${path}: the source sent more than the ${file.size} bytes the manifest declares`, { path });
             }
             throw badResponse(ctx, path, `sent more than its Content-Range ${end - 1} end`, status);
           }
-          offset += chunk.length;
-          fetched += chunk.length;
-          ctx.fetched += chunk.length;
-          track.add(chunk.length);
-          return writer.push(fresh ? chunk : chunk.slice());
-        });
+          offset += n;
+          fetched += n;
+          ctx.fetched += n;
+          track.add(n);
+          return writer.filled(n);
+        },
+      };
+      try {
+        if (isDirectBody(response.body)) await response.body.readInto(sink);
+        else await consumeBody(response.body, (chunk) => copyInto(sink, chunk));
       } catch (error) {
         if (error instanceof ReleaseVerificationError) {
           await writer.settle();
@@ -749,104 +757,198 @@ async function flushOrThrow(writer: Writer, path: string): Promise<void> {
 }
 
 /**
- * Each chunk is hashed as it arrives (while it is still in the CPU cache, right after TLS
- * decrypted it) and kept, not copied: every WRITE_BATCH bytes the kept chunks go to disk in
- * one `writev` on the threadpool while the next batch gathers. At most one batch is being
- * written and one gathering, so a few MiB are in flight whatever the file's size.
+ * A file's write side, and the {@link BodySink} its bodies are read into.
+ *
+ * Bytes land in one of BATCHES buffers of WRITE_BATCH bytes: decrypted straight into it by the
+ * SDK's own sources, copied into it from any other body. They are hashed right there, while
+ * still in the CPU cache, and each full batch is written in one positioned write on the
+ * threadpool while the next fills. Writes run one after the other, in file order, so a crash
+ * can only ever cut the file short, never leave a hole that a resume would take for data.
+ *
+ * Where the file system allows it (Linux, not tmpfs) the batches go to the device with direct
+ * I/O, bypassing the page cache: no copy into the cache, no writeback left for the final fsync,
+ * and a gigabyte download does not push the installer's other files out of memory. Direct I/O
+ * needs aligned buffers, offsets and lengths: a batch starts at a DIRECT_ALIGN boundary of the
+ * file (a resume re-reads the part of its first block already on disk), its unaligned tail is
+ * carried to the next batch, and whatever must be on disk before a new request goes through
+ * the page cache. Memory: BATCHES × WRITE_BATCH per file, whatever its size.
  */
-class Writer {
-  /** File position of the next byte pushed. */
-  position = 0;
-  /** Hashes every byte pushed, in order. */
+class Writer implements BodySink {
+  /** Hashes every byte accepted, in order. */
   hash: Hash = createHash("sha256");
-  private batch: Uint8Array[] = [];
+  /** File position of byte 0 of the batch filling. */
+  private position = 0;
+  private current: Buffer | undefined;
+  private readonly free: Buffer[] = [];
   private fill = 0;
+  /** Bytes at the start of the batch filling that are already hashed (carried or re-read). */
+  private carried = 0;
+  /** Whether those bytes are on disk already (re-read, or written by a final cycle). */
+  private carriedOnDisk = true;
   private fillSince = 0;
-  private inflight: Promise<void> | undefined;
+  /** Writes queued or running, oldest first; each gives its buffer back when done. */
+  private readonly writes: Promise<void>[] = [];
+  private chain: Promise<void> = Promise.resolve();
   private failure: WriteError | undefined;
 
-  constructor(
+  private constructor(
     private readonly fh: FileHandle,
+    private direct: FileHandle | undefined,
     private readonly path: string,
     private readonly hooks: ReleaseTestHooks,
-  ) {}
+  ) {
+    const aligned = direct ? alignedBuffers(BATCHES, WRITE_BATCH) : undefined;
+    if (!aligned) this.direct = undefined;
+    this.free = aligned ?? Array.from({ length: BATCHES }, () => Buffer.allocUnsafeSlow(WRITE_BATCH));
+  }
 
-  /** Starts over at `position` with `hash` (which already covers the bytes before it). Nothing may be pending. */
-  reset(position: number, hash: Hash): void {
-    this.position = position;
-    this.hash = hash;
-    this.batch = [];
-    this.fill = 0;
+  /** A Writer on `fh`, with a direct-I/O handle on the same file when the system gives one. */
+  static async open(fh: FileHandle, path: string, hooks: ReleaseTestHooks): Promise<Writer> {
+    return new Writer(fh, await openDirect(fh), path, hooks);
+  }
+
+  /** Closes the direct-I/O handle (the caller closes `fh`); never throws. */
+  async close(): Promise<void> {
+    const direct = this.direct;
+    this.direct = undefined;
+    await direct?.close().catch(() => {});
   }
 
   /**
-   * Hashes and queues a chunk, which must not be modified afterwards (a body's chunks are
-   * fresh buffers); returns a promise only when the caller must wait (a batch is ready and
-   * the previous one is still being written).
+   * Starts over at `position` with `hash` (which already covers the bytes before it). Nothing
+   * may be pending. With direct I/O the batch starts at the block boundary before `position`,
+   * the bytes of that block already on disk read back into it.
    */
-  push(chunk: Uint8Array): Promise<void> | undefined {
-    if (chunk.length === 0) return undefined;
-    this.hash.update(chunk);
-    if (this.fill === 0) this.fillSince = performance.now();
-    this.batch.push(chunk);
-    this.fill += chunk.length;
-    if (this.fill >= WRITE_BATCH || performance.now() - this.fillSince >= WRITE_MAX_DELAY_MS) return this.cycle();
+  async reset(position: number, hash: Hash): Promise<void> {
+    this.hash = hash;
+    this.current ??= this.free.pop()!;
+    const lead = this.direct ? position % DIRECT_ALIGN : 0;
+    this.position = position - lead;
+    this.fill = this.carried = 0;
+    if (lead > 0) {
+      const { bytesRead } = await this.fh.read(this.current, 0, lead, this.position);
+      if (bytesRead !== lead) throw Object.assign(new Error("the partial file changed while it was resumed"), { code: "EIO" });
+      this.fill = this.carried = lead;
+    }
+    this.carriedOnDisk = true;
+  }
+
+  /** The free part of the batch filling; never empty while no wait is pending (a full batch is cycled at once). */
+  space(): Uint8Array {
+    this.current ??= this.free.pop()!;
+    return this.current.subarray(this.fill);
+  }
+
+  /** `n` bytes were put at the start of {@link space}: hashes them; a full (or stale) batch goes to disk. */
+  filled(n: number): Promise<void> | undefined {
+    if (n === 0) return undefined;
+    const batch = this.current!;
+    this.hash.update(batch.subarray(this.fill, this.fill + n));
+    if (this.fill === this.carried) this.fillSince = performance.now();
+    this.fill += n;
+    if (batch.length - this.fill < MIN_SPACE || performance.now() - this.fillSince >= WRITE_MAX_DELAY_MS) return this.cycle(false);
     return undefined;
   }
 
-  /** Everything pushed is written (to the page cache), or the write error is thrown. */
+  /** Everything accepted is written (to the device or the page cache), or the write error is thrown. */
   async flush(): Promise<void> {
-    await this.cycle();
-    await this.wait();
-  }
-
-  /** Waits for the write in flight, dropping what was not yet started; never throws. */
-  async settle(): Promise<void> {
-    this.batch = [];
-    this.fill = 0;
-    await this.inflight?.catch(() => {});
-    this.inflight = undefined;
-  }
-
-  private async wait(): Promise<void> {
-    if (this.inflight) {
-      const pending = this.inflight;
-      this.inflight = undefined;
-      await pending;
-    }
+    await this.cycle(true);
+    while (this.writes.length > 0) await this.writes[0];
     if (this.failure) throw this.failure;
   }
 
-  private async cycle(): Promise<void> {
-    // one batch on the disk at a time: the RSS bound
-    await this.wait();
-    if (this.fill === 0) return;
-    const chunks = this.batch;
-    const length = this.fill;
-    const position = this.position;
-    this.position += length;
-    this.batch = [];
-    this.fill = 0;
-    this.inflight = this.write(chunks, length, position).catch((error: unknown) => {
-      this.failure = new WriteError(error);
-    });
+  /** Waits for the writes queued, dropping what was not yet queued; never throws. */
+  async settle(): Promise<void> {
+    this.fill = this.carried;
+    while (this.writes.length > 0) await this.writes[0]!.catch(() => {});
   }
 
-  private async write(chunks: Uint8Array[], length: number, position: number): Promise<void> {
-    this.hooks.beforeWrite?.(this.path, position, length);
-    let done = 0;
-    let first = 0;
-    while (done < length) {
-      // a short write (the disk filling up) is followed by one that reports the error
-      const { bytesWritten } = await this.fh.writev(chunks.slice(first, first + IOV_MAX), position + done);
-      if (bytesWritten === 0) throw Object.assign(new Error("no progress writing"), { code: "EIO" });
-      done += bytesWritten;
-      // drop the chunks written, and the written head of a chunk cut short
-      let skip = bytesWritten;
-      while (skip > 0 && skip >= chunks[first]!.length) skip -= chunks[first++]!.length;
-      if (skip > 0) chunks[first] = chunks[first]!.subarray(skip);
+  /** Queues the batch filling for writing, first waiting for a free buffer (the RSS bound). */
+  private cycle(final: boolean): Promise<void> | undefined {
+    if (this.failure) return Promise.reject(this.failure);
+    if (this.free.length === 0 && this.fill > this.carried) {
+      return this.writes[0]!.then(() => this.cycle(final));
+    }
+    this.rotate(final);
+    return undefined;
+  }
+
+  private rotate(final: boolean): void {
+    if (this.fill === this.carried && (!final || this.carriedOnDisk)) return;
+    const batch = this.current!;
+    const length = this.fill;
+    const base = this.position;
+    // direct I/O writes whole blocks; the tail waits for the bytes after it, unless it must be on disk now
+    const direct = this.direct !== undefined;
+    const directLength = direct ? length - (length % DIRECT_ALIGN) : 0;
+    const bufferedFrom = direct ? (final ? directLength : length) : 0;
+    const tail = direct ? length - directLength : 0;
+    const next = this.free.pop()!;
+    if (tail > 0) batch.copy(next, 0, directLength, length);
+    this.current = next;
+    this.position = base + length - tail;
+    this.fill = this.carried = tail;
+    this.carriedOnDisk = final;
+    const write = (this.chain = this.chain.then(async () => {
+      if (this.failure) return;
+      try {
+        await this.write(batch, base, directLength, bufferedFrom, length);
+      } catch (error) {
+        this.failure = new WriteError(error);
+      }
+    }));
+    const tracked: Promise<void> = write.then(() => {
+      this.free.push(batch);
+      this.writes.splice(this.writes.indexOf(tracked), 1);
+    });
+    this.writes.push(tracked);
+  }
+
+  private async write(batch: Buffer, base: number, directLength: number, bufferedFrom: number, length: number): Promise<void> {
+    this.hooks.beforeWrite?.(this.path, base, length);
+    if (directLength > 0) {
+      let written = false;
+      if (this.direct) {
+        try {
+          await writeAll(this.direct, batch, 0, directLength, base);
+          written = true;
+        } catch (error) {
+          if (errorCode(error) !== "EINVAL") throw error;
+          // the file system takes no direct I/O after all: the page cache from here on
+          await this.close();
+        }
+      }
+      if (!written) await writeAll(this.fh, batch, 0, directLength, base);
+    }
+    if (length > bufferedFrom) await writeAll(this.fh, batch, bufferedFrom, length - bufferedFrom, base + bufferedFrom);
+  }
+}
+
+async function writeAll(fh: FileHandle, batch: Buffer, from: number, length: number, position: number): Promise<void> {
+  let done = 0;
+  while (done < length) {
+    // a short write (the disk filling up) is followed by one that reports the error
+    const { bytesWritten } = await fh.write(batch, from + done, length - done, position + done);
+    if (bytesWritten === 0) throw Object.assign(new Error("no progress writing"), { code: "EIO" });
+    done += bytesWritten;
+  }
+}
+
+/** Copies a chunk of a body that is not read in place into `sink`; a promise when the rest must wait. */
+function copyInto(sink: BodySink, chunk: Uint8Array): Promise<void> | undefined {
+  let offset = 0;
+  while (offset < chunk.length) {
+    const space = sink.space();
+    const n = Math.min(space.length, chunk.length - offset);
+    space.set(chunk.subarray(offset, offset + n));
+    offset += n;
+    const wait = sink.filled(n);
+    if (wait) {
+      const rest = chunk.subarray(offset);
+      return rest.length === 0 ? wait : wait.then(() => copyInto(sink, rest));
     }
   }
+  return undefined;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -4,8 +4,11 @@
  * same way; every rule about what an answer may be lives in the downloader, not here.
  * @module
  */
-import { Agent, type Dispatcher } from "undici";
+import { isIP } from "node:net";
+import * as tls from "node:tls";
+import type { Dispatcher } from "undici";
 import { ReleaseArgumentError } from "./errors.js";
+import { http1Get, type Http1Connector } from "./http1.js";
 
 /** One request of the downloader: a whole file, or its tail from `range.start`. */
 export interface ReleaseFetchRequest {
@@ -26,7 +29,11 @@ export interface ReleaseFetchResponse {
   status: number;
   /** The headers, lower-case names. */
   headers: ReleaseResponseHeaders;
-  /** The body, exactly as sent (not decompressed). The downloader reads it or cancels it (`return()` on its iterator). */
+  /**
+   * The body, exactly as sent (not decompressed). The downloader reads it or cancels it
+   * (`return()` on its iterator). The SDK's own sources give a body that can also be read
+   * straight into the downloader's buffers (no copy); any async iterable or stream works.
+   */
   body: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>;
 }
 
@@ -76,9 +83,7 @@ export function dispatcherSource(dispatcher: Dispatcher, basePath: string, optio
   return {
     describe: () => description,
     async fetch(path, request) {
-      const headers: Record<string, string> = { ...options.headers, "accept-encoding": "identity" };
-      if (request.range) headers.range = `bytes=${request.range.start}-`;
-      if (request.ifRange) headers["if-range"] = request.ifRange;
+      const headers = requestHeaders(options.headers, request);
       const answer = await dispatcher.request({
         ...(options.origin === undefined ? {} : { origin: options.origin }),
         path: `${base}/${encodeReleasePath(path)}`,
@@ -98,16 +103,22 @@ export function dispatcherSource(dispatcher: Dispatcher, basePath: string, optio
 export interface MirrorSourceOptions extends Omit<DispatcherSourceOptions, "origin"> {
   /** CA certificate(s), PEM, to trust instead of the system's (a test CA, a private mirror). */
   ca?: string | string[];
-  /** A dispatcher to use instead of the mirror's own Agent (then `ca` is the dispatcher's business and `close()` leaves it open). */
+  /**
+   * An undici dispatcher to send the requests through instead (a proxy, a custom Agent); then
+   * `ca` is the dispatcher's business, `close()` leaves it open, and bodies are copied out of
+   * undici's buffers (slower: see the README's measurements).
+   */
   dispatcher?: Dispatcher;
-  /** Connections per origin of the mirror's own Agent. Default 8. */
-  connections?: number;
 }
 
 /**
  * A release mirror: `upgrade.source`, an HTTPS URL of the release directory. Plain HTTP is
  * refused: the manifest's signature protects the content, not which release the joiner is
- * told about or how long it waits. `close()` closes the Agent it made.
+ * told about or how long it waits.
+ *
+ * Each request gets a TLS connection of its own (TLS 1.2 or 1.3, the certificate checked
+ * against `ca` or the system's roots and the URL's host), and its body is decrypted straight
+ * into the downloader's write buffers. `close()` closes the connections still open.
  */
 export function mirrorSource(baseUrl: string, options: MirrorSourceOptions = {}): ReleaseSource {
   let url: URL;
@@ -119,24 +130,76 @@ export function mirrorSource(baseUrl: string, options: MirrorSourceOptions = {})
   if (url.protocol !== "https:") throw new ReleaseArgumentError("a release mirror is reached over HTTPS");
   if (url.username || url.password) throw new ReleaseArgumentError("a release mirror URL carries no credentials");
   if (url.search || url.hash) throw new ReleaseArgumentError("a release mirror URL has no query or fragment");
-  const own = options.dispatcher
-    ? undefined
-    : new Agent({
-        connections: options.connections ?? 8,
-        ...(options.ca === undefined ? {} : { connect: { ca: options.ca } }),
-      });
-  const source = dispatcherSource(options.dispatcher ?? own!, url.pathname, {
-    ...options,
-    origin: url.origin,
-    description: options.description ?? `mirror ${url.origin}${url.pathname.replace(/\/+$/, "")}/`,
-  });
+  const description = options.description ?? `mirror ${url.origin}${url.pathname.replace(/\/+$/, "")}/`;
+  if (options.dispatcher) {
+    const source = dispatcherSource(options.dispatcher, url.pathname, { ...options, origin: url.origin, description });
+    return { describe: source.describe, fetch: source.fetch };
+  }
+  const base = url.pathname.replace(/\/+$/, "");
+  const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
+  const port = url.port === "" ? 443 : Number(url.port);
+  const live = new Set<tls.TLSSocket>();
+  const connect: Http1Connector = (onread, signal) =>
+    new Promise<tls.TLSSocket>((resolve, reject) => {
+      const socket = tls.connect({
+        host,
+        port,
+        ...(isIP(host) === 0 ? { servername: host } : {}),
+        ...(options.ca === undefined ? {} : { ca: options.ca }),
+        ALPNProtocols: ["http/1.1"],
+        onread,
+      } as tls.ConnectionOptions);
+      live.add(socket);
+      socket.once("close", () => live.delete(socket));
+      const settle = (error?: unknown): void => {
+        signal.removeEventListener("abort", onAbort);
+        socket.off("error", settle);
+        socket.off("close", onClose);
+        socket.off("secureConnect", onSecure);
+        if (error === undefined) resolve(socket);
+        else {
+          socket.destroy();
+          reject(error);
+        }
+      };
+      const onAbort = (): void => settle(signal.reason);
+      const onClose = (): void => settle(Object.assign(new Error("the connection closed during the TLS handshake"), { code: "ECONNRESET" }));
+      const onSecure = (): void => settle();
+      signal.addEventListener("abort", onAbort, { once: true });
+      socket.once("error", settle);
+      socket.once("close", onClose);
+      socket.once("secureConnect", onSecure);
+    });
   return {
-    describe: source.describe,
-    fetch: source.fetch,
+    describe: () => description,
+    async fetch(path, request) {
+      const answer = await http1Get({
+        connect,
+        authority: url.host,
+        path: `${base}/${encodeReleasePath(path)}`,
+        headers: requestHeaders(options.headers, request),
+        ...(request.signal ? { signal: request.signal } : {}),
+        ...(options.headersTimeout === undefined ? {} : { headersTimeout: options.headersTimeout }),
+        ...(options.bodyTimeout === undefined ? {} : { bodyTimeout: options.bodyTimeout }),
+      });
+      return { status: answer.status, headers: answer.headers, body: answer.body };
+    },
     async close() {
-      await own?.close();
+      for (const socket of live) socket.destroy();
     },
   };
+}
+
+/** @internal The downloader's request headers: the caller's, then Accept-Encoding, Range and If-Range, which are the downloader's. */
+export function requestHeaders(extra: Record<string, string> | undefined, request: ReleaseFetchRequest): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(extra ?? {})) {
+    if (!/^(accept-encoding|range|if-range|host|connection)$/i.test(name)) headers[name] = value;
+  }
+  headers["accept-encoding"] = "identity";
+  if (request.range) headers.range = `bytes=${request.range.start}-`;
+  if (request.ifRange) headers["if-range"] = request.ifRange;
+  return headers;
 }
 
 /** A release path as a URL path: each segment percent-encoded, so no segment can smuggle `?`, `#` or `%2e%2e`. */

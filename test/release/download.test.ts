@@ -109,7 +109,7 @@ describe("downloadRelease from a mirror", () => {
       describe: () => "web streams",
       async fetch(path, request) {
         const response = await inner.fetch(path, request);
-        return { ...response, body: Readable.toWeb(response.body as Readable) as unknown as ReadableStream<Uint8Array> };
+        return { ...response, body: Readable.toWeb(Readable.from(response.body as AsyncIterable<Uint8Array>)) as unknown as ReadableStream<Uint8Array> };
       },
     };
     const dir = await dest();
