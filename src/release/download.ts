@@ -16,6 +16,7 @@ import { alignedBuffers, DIRECT_ALIGN, ensureRealDirs, errorCode, fsyncDir, hash
 import type { ReleasePublicKeyInput } from "./keys.js";
 import type { ReleaseFile, ReleaseManifest } from "./manifest.js";
 import { isDirectBody, type BodySink } from "./http1.js";
+import { sha256Stream, type Sha256Stream } from "./sha256.js";
 import { mirrorSource, type MirrorSourceOptions, type ReleaseFetchResponse, type ReleaseSource } from "./sources.js";
 import { checkTrustOptions, PARTIAL_SUFFIX, RELEASE_MANIFEST_PATH, resolveLimits, verifyReleaseManifest, type ReleaseLimits } from "./verify.js";
 
@@ -529,13 +530,9 @@ async function fillWith(
       await fh.truncate(0);
       size = 0;
     }
-    if (size > 0) {
-      track.state = "checking";
-      const prefix = createHash("sha256");
-      offset = await hashPrefix(fh, prefix, size, ctx.signal, (n) => track.add(n));
-      await writer.reset(offset, prefix);
-      pieces = 1;
-    }
+    if (size > 0) track.state = "checking";
+    offset = await writer.start(size, ctx.signal, (n) => track.add(n));
+    if (offset > 0) pieces = 1;
   } catch (error) {
     throw localOrAbort(ctx, error, path);
   }
@@ -548,7 +545,7 @@ async function fillWith(
       throw localError(error, path);
     }
     offset = 0;
-    await writer.reset(0, createHash("sha256"));
+    await writer.start(0);
     pieces = 0;
     etag = undefined;
     track.reset();
@@ -681,7 +678,7 @@ async function fillWith(
     }
 
     await flushOrThrow(writer, path);
-    if (writer.hash.digest("hex") === file.sha256) return { fetched };
+    if ((await writer.digest()) === file.sha256) return { fetched };
     if (pieces > 1 && !restartedOnMismatch) {
       // spliced from several answers (or a prefix of unknown origin): one clean start before judging
       restartedOnMismatch = true;
@@ -774,22 +771,22 @@ async function flushOrThrow(writer: Writer, path: string): Promise<void> {
  * the page cache. Memory: BATCHES × WRITE_BATCH per file, whatever its size.
  */
 class Writer implements BodySink {
-  /** Hashes every byte accepted, in order. */
-  hash: Hash = createHash("sha256");
   /** File position of byte 0 of the batch filling. */
   private position = 0;
   private current: Buffer | undefined;
-  private readonly free: Buffer[] = [];
+  private readonly free: Buffer[];
+  private readonly shared: boolean;
   private fill = 0;
   /** Bytes at the start of the batch filling that are already hashed (carried or re-read). */
   private carried = 0;
   /** Whether those bytes are on disk already (re-read, or written by a final cycle). */
   private carriedOnDisk = true;
   private fillSince = 0;
-  /** Writes queued or running, oldest first; each gives its buffer back when done. */
-  private readonly writes: Promise<void>[] = [];
+  /** Batches queued or in their write or hash, oldest first; each gives its buffer back when done. */
+  private readonly busy: Promise<void>[] = [];
   private chain: Promise<void> = Promise.resolve();
   private failure: WriteError | undefined;
+  private hasher: Sha256Stream;
 
   private constructor(
     private readonly fh: FileHandle,
@@ -797,9 +794,11 @@ class Writer implements BodySink {
     private readonly path: string,
     private readonly hooks: ReleaseTestHooks,
   ) {
-    const aligned = direct ? alignedBuffers(BATCHES, WRITE_BATCH) : undefined;
+    const aligned = alignedBuffers(BATCHES, WRITE_BATCH);
     if (!aligned) this.direct = undefined;
     this.free = aligned ?? Array.from({ length: BATCHES }, () => Buffer.allocUnsafeSlow(WRITE_BATCH));
+    this.shared = this.free[0]!.buffer instanceof SharedArrayBuffer;
+    this.hasher = sha256Stream(this.shared);
   }
 
   /** A Writer on `fh`, with a direct-I/O handle on the same file when the system gives one. */
@@ -807,30 +806,44 @@ class Writer implements BodySink {
     return new Writer(fh, await openDirect(fh), path, hooks);
   }
 
-  /** Closes the direct-I/O handle (the caller closes `fh`); never throws. */
+  /** Closes the direct-I/O handle (the caller closes `fh`) and forgets the hash; never throws. */
   async close(): Promise<void> {
+    this.hasher.drop();
     const direct = this.direct;
     this.direct = undefined;
     await direct?.close().catch(() => {});
   }
 
   /**
-   * Starts over at `position` with `hash` (which already covers the bytes before it). Nothing
-   * may be pending. With direct I/O the batch starts at the block boundary before `position`,
-   * the bytes of that block already on disk read back into it.
+   * Starts the file over: a new hash, fed the first `prefix` bytes of the file (what an earlier
+   * attempt left in the `.partial`), and the next byte accepted goes right after them. Nothing
+   * may be pending. Resolves with the bytes of the file hashed (less than `prefix` only if the
+   * file is shorter). With direct I/O the batch starts at the block boundary before that
+   * position, the bytes of that block already on disk read back into it.
    */
-  async reset(position: number, hash: Hash): Promise<void> {
-    this.hash = hash;
-    this.current ??= this.free.pop()!;
-    const lead = this.direct ? position % DIRECT_ALIGN : 0;
-    this.position = position - lead;
+  async start(prefix: number, signal?: AbortSignal, onBytes?: (n: number) => void): Promise<number> {
+    this.hasher.drop();
+    this.hasher = sha256Stream(this.shared);
+    const buffer = (this.current ??= this.free.pop()!);
+    let done = 0;
+    while (done < prefix) {
+      throwIfAborted(signal);
+      const { bytesRead } = await this.fh.read(buffer, 0, Math.min(buffer.length, prefix - done), done);
+      if (bytesRead === 0) break;
+      await this.hasher.update(buffer.subarray(0, bytesRead));
+      done += bytesRead;
+      onBytes?.(bytesRead);
+    }
+    const lead = this.direct ? done % DIRECT_ALIGN : 0;
+    this.position = done - lead;
     this.fill = this.carried = 0;
     if (lead > 0) {
-      const { bytesRead } = await this.fh.read(this.current, 0, lead, this.position);
+      const { bytesRead } = await this.fh.read(buffer, 0, lead, this.position);
       if (bytesRead !== lead) throw Object.assign(new Error("the partial file changed while it was resumed"), { code: "EIO" });
       this.fill = this.carried = lead;
     }
     this.carriedOnDisk = true;
+    return done;
   }
 
   /** The free part of the batch filling; never empty while no wait is pending (a full batch is cycled at once). */
@@ -839,35 +852,38 @@ class Writer implements BodySink {
     return this.current.subarray(this.fill);
   }
 
-  /** `n` bytes were put at the start of {@link space}: hashes them; a full (or stale) batch goes to disk. */
+  /** `n` bytes were put at the start of {@link space}; a full (or stale) batch goes to be written and hashed. */
   filled(n: number): Promise<void> | undefined {
     if (n === 0) return undefined;
-    const batch = this.current!;
-    this.hash.update(batch.subarray(this.fill, this.fill + n));
     if (this.fill === this.carried) this.fillSince = performance.now();
     this.fill += n;
-    if (batch.length - this.fill < MIN_SPACE || performance.now() - this.fillSince >= WRITE_MAX_DELAY_MS) return this.cycle(false);
+    if (this.current!.length - this.fill < MIN_SPACE || performance.now() - this.fillSince >= WRITE_MAX_DELAY_MS) return this.cycle(false);
     return undefined;
   }
 
-  /** Everything accepted is written (to the device or the page cache), or the write error is thrown. */
+  /** Everything accepted is written (to the device or the page cache) and hashed, or the write error is thrown. */
   async flush(): Promise<void> {
     await this.cycle(true);
-    while (this.writes.length > 0) await this.writes[0];
+    while (this.busy.length > 0) await this.busy[0];
     if (this.failure) throw this.failure;
   }
 
-  /** Waits for the writes queued, dropping what was not yet queued; never throws. */
-  async settle(): Promise<void> {
-    this.fill = this.carried;
-    while (this.writes.length > 0) await this.writes[0]!.catch(() => {});
+  /** The SHA-256 (hex) of every byte accepted; call after {@link flush}. */
+  digest(): Promise<string> {
+    return this.hasher.digest();
   }
 
-  /** Queues the batch filling for writing, first waiting for a free buffer (the RSS bound). */
+  /** Waits for the batches queued, dropping what was not yet queued; never throws. */
+  async settle(): Promise<void> {
+    this.fill = this.carried;
+    while (this.busy.length > 0) await this.busy[0]!.catch(() => {});
+  }
+
+  /** Queues the batch filling, first waiting for a free buffer (the RSS bound). */
   private cycle(final: boolean): Promise<void> | undefined {
     if (this.failure) return Promise.reject(this.failure);
     if (this.free.length === 0 && this.fill > this.carried) {
-      return this.writes[0]!.then(() => this.cycle(final));
+      return this.busy[0]!.then(() => this.cycle(final));
     }
     this.rotate(final);
     return undefined;
@@ -878,6 +894,7 @@ class Writer implements BodySink {
     const batch = this.current!;
     const length = this.fill;
     const base = this.position;
+    const fresh = batch.subarray(this.carried, length);
     // direct I/O writes whole blocks; the tail waits for the bytes after it, unless it must be on disk now
     const direct = this.direct !== undefined;
     const directLength = direct ? length - (length % DIRECT_ALIGN) : 0;
@@ -889,19 +906,23 @@ class Writer implements BodySink {
     this.position = base + length - tail;
     this.fill = this.carried = tail;
     this.carriedOnDisk = final;
-    const write = (this.chain = this.chain.then(async () => {
+    // hashes run in order in the worker, writes one after the other on the threadpool
+    const hashed = this.hasher.update(fresh);
+    const written = (this.chain = this.chain.then(async () => {
       if (this.failure) return;
-      try {
-        await this.write(batch, base, directLength, bufferedFrom, length);
-      } catch (error) {
-        this.failure = new WriteError(error);
-      }
+      await this.write(batch, base, directLength, bufferedFrom, length);
     }));
-    const tracked: Promise<void> = write.then(() => {
+    const done: Promise<void> = Promise.all([hashed, written]).then(
+      () => undefined,
+      (error: unknown) => {
+        this.failure ??= new WriteError(error);
+      },
+    );
+    const tracked: Promise<void> = done.then(() => {
       this.free.push(batch);
-      this.writes.splice(this.writes.indexOf(tracked), 1);
+      this.busy.splice(this.busy.indexOf(tracked), 1);
     });
-    this.writes.push(tracked);
+    this.busy.push(tracked);
   }
 
   private async write(batch: Buffer, base: number, directLength: number, bufferedFrom: number, length: number): Promise<void> {
@@ -915,7 +936,9 @@ class Writer implements BodySink {
         } catch (error) {
           if (errorCode(error) !== "EINVAL") throw error;
           // the file system takes no direct I/O after all: the page cache from here on
-          await this.close();
+          const direct = this.direct;
+          this.direct = undefined;
+          await direct.close().catch(() => {});
         }
       }
       if (!written) await writeAll(this.fh, batch, 0, directLength, base);

@@ -150,19 +150,26 @@ export const DIRECT_ALIGN = 4096;
 
 /**
  * `count` buffers of `size` bytes (a multiple of {@link DIRECT_ALIGN}) at page-aligned
- * addresses, as direct I/O needs. JavaScript cannot ask for an address; a WebAssembly memory's
- * base is page-aligned by construction, so the buffers are views of one. Undefined when
- * WebAssembly is unavailable (`--jitless`): the caller then writes through the page cache.
+ * addresses, as direct I/O needs, and shared (views of a `SharedArrayBuffer`) when the
+ * runtime allows, so a worker thread can hash them in place. JavaScript cannot ask for an
+ * address; a WebAssembly memory's base is page-aligned by construction, so the buffers are
+ * views of one. Undefined when WebAssembly is unavailable (`--jitless`): the caller then
+ * writes through the page cache from ordinary buffers.
  */
 export function alignedBuffers(count: number, size: number): Buffer[] | undefined {
   const pages = Math.ceil((count * size) / 65_536);
-  let memory: WebAssembly.Memory;
-  try {
-    memory = new WebAssembly.Memory({ initial: pages, maximum: pages });
-  } catch {
-    return undefined;
+  let memory: WebAssembly.Memory | undefined;
+  for (const shared of [true, false]) {
+    try {
+      memory = new WebAssembly.Memory({ initial: pages, maximum: pages, shared });
+      break;
+    } catch {
+      // no shared memory here: try an unshared one
+    }
   }
-  return Array.from({ length: count }, (_, i) => Buffer.from(memory.buffer, i * size, size));
+  if (!memory) return undefined;
+  const buffer = memory.buffer;
+  return Array.from({ length: count }, (_, i) => Buffer.from(buffer, i * size, size));
 }
 
 /**
