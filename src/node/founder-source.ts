@@ -5,55 +5,35 @@
  * registration is `needs-upgrade`.
  * @module
  */
-import { dispatcherSource, type ReleaseFetchResponse, type ReleaseSource } from "../release/sources.js";
+import { http1Get } from "../release/http1.js";
+import { encodeReleasePath, requestHeaders, type ReleaseFetchResponse, type ReleaseSource } from "../release/sources.js";
 import type { MachineIdentity } from "./identity.js";
 import type { JoinSession } from "./join-session.js";
-import { openSessionConnection } from "./registration.js";
+import { connectPinnedSocket } from "./pinned-connection.js";
+import { sessionConnectionOptions } from "./registration.js";
 
 /**
  * A {@link ReleaseSource} on the founder. One connection per file request: the downloader
- * fetches a few files at once, and HTTP/1.1 on one pinned socket would serialise them. Each
- * connection closes when its body has been read or given up.
+ * fetches a few files at once, and HTTP/1.1 on one pinned socket would serialise them. The
+ * connection is checked exactly as the joiner's others are (`openSessionConnection`), and the
+ * body is decrypted straight into the downloader's buffers, as from a mirror. Each connection
+ * closes when its body has been read or given up.
  */
 export function founderReleaseSource(session: JoinSession, identity: MachineIdentity): ReleaseSource {
   const basePath = `/v1/join/registrations/${encodeURIComponent(session.joinId)}/release`;
   return {
     describe: () => `founder ${session.endpoint}${basePath}/`,
     async fetch(path, request): Promise<ReleaseFetchResponse> {
-      const connection = await openSessionConnection(session, identity, request.signal ? { signal: request.signal } : {});
-      try {
-        const answer = await dispatcherSource(connection.client, basePath).fetch(path, request);
-        const inner = (answer.body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
-        // A hand-written iterator, not a generator: a generator's `return()` before its first
-        // `next()` skips its `finally`, and the downloader may give up on a body unread.
-        const body: AsyncIterableIterator<Uint8Array> = {
-          [Symbol.asyncIterator]() {
-            return body;
-          },
-          async next() {
-            try {
-              const step = await inner.next();
-              if (step.done) await connection.close();
-              return step;
-            } catch (error) {
-              await connection.close();
-              throw error;
-            }
-          },
-          async return() {
-            try {
-              await inner.return?.();
-            } finally {
-              await connection.close();
-            }
-            return { done: true, value: undefined };
-          },
-        };
-        return { ...answer, body };
-      } catch (error) {
-        await connection.close();
-        throw error;
-      }
+      // checked per request, before any connection: the identity must be the registration's
+      const options = sessionConnectionOptions(session, identity);
+      const answer = await http1Get({
+        connect: (onread, signal) => connectPinnedSocket({ ...options, signal }, onread),
+        authority: session.endpoint,
+        path: `${basePath}/${encodeReleasePath(path)}`,
+        headers: requestHeaders(undefined, request),
+        ...(request.signal ? { signal: request.signal } : {}),
+      });
+      return { status: answer.status, headers: answer.headers, body: answer.body };
     },
   };
 }

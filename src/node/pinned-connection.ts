@@ -12,7 +12,7 @@
  */
 
 import { X509Certificate as NodeX509Certificate } from "node:crypto";
-import { isIP } from "node:net";
+import { isIP, type OnReadOpts } from "node:net";
 import * as tls from "node:tls";
 import { Client, type Dispatcher } from "undici";
 import { problemFromBody } from "../core/problem.js";
@@ -164,8 +164,18 @@ function caPem(der: Uint8Array): string {
   }
 }
 
+/**
+ * Opens the TLS socket as {@link openPinnedConnection} does, with its listener check, for a
+ * caller that speaks HTTP on it itself: the release download, whose body Node's `onread`
+ * decrypts straight into the downloader's buffers.
+ * @internal
+ */
+export function connectPinnedSocket(options: OpenPinnedConnectionOptions, onread: OnReadOpts): Promise<tls.TLSSocket> {
+  return connectTls(options, onread);
+}
+
 /** Opens the TLS socket and runs the listener check; resolves once it is safe to use. */
-function connectTls(options: OpenPinnedConnectionOptions): Promise<tls.TLSSocket> {
+function connectTls(options: OpenPinnedConnectionOptions, onread?: OnReadOpts): Promise<tls.TLSSocket> {
   const { signal } = options;
   const host = bareHost(options.host);
   const servername = options.servername ?? (isIP(host) === 0 ? host : undefined);
@@ -190,6 +200,8 @@ function connectTls(options: OpenPinnedConnectionOptions): Promise<tls.TLSSocket
       rejectUnauthorized: false,
       ...(options.ca ? { ca: caPem(options.ca) } : {}),
       checkServerIdentity: () => undefined,
+      // `onread` is documented for tls.connect; @types/node has it on net's options only
+      ...(onread ? ({ onread } as object) : {}),
     });
     const timer = setTimeout(
       () => fail(new TimeoutError(`no TLS connection to ${options.host}:${options.port} within ${options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS} ms`)),

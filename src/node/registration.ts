@@ -13,7 +13,7 @@ import { concealSecrets } from "./delivery.js";
 import { JoinProtocolError } from "./errors.js";
 import type { MachineIdentity } from "./identity.js";
 import { sessionCaDer, type JoinSession } from "./join-session.js";
-import { openPinnedConnection, refusalOf, responseHeader, type PinnedConnection, type PinnedResponse } from "./pinned-connection.js";
+import { openPinnedConnection, refusalOf, responseHeader, type OpenPinnedConnectionOptions, type PinnedConnection, type PinnedResponse } from "./pinned-connection.js";
 
 /** States a registration never leaves. */
 export const FINAL_STATES: readonly JoinState[] = ["joined", "rejected", "expired"];
@@ -41,6 +41,19 @@ export async function openSessionConnection(
   identity: MachineIdentity,
   options: { signal?: AbortSignal; connectTimeoutMs?: number } = {},
 ): Promise<PinnedConnection> {
+  return openPinnedConnection(sessionConnectionOptions(session, identity, options));
+}
+
+/**
+ * The options of a connection pinned to the session ({@link openSessionConnection}).
+ * @throws StratumError `IDENTITY_MISMATCH` when the identity's key is not the registration's
+ * @internal
+ */
+export function sessionConnectionOptions(
+  session: JoinSession,
+  identity: MachineIdentity,
+  options: { signal?: AbortSignal; connectTimeoutMs?: number } = {},
+): OpenPinnedConnectionOptions {
   if (identity.keyFingerprint !== session.keyFingerprint) {
     throw new StratumError(
       "IDENTITY_MISMATCH",
@@ -48,14 +61,14 @@ export async function openSessionConnection(
     );
   }
   const { host, port } = parseEndpoint(session.endpoint);
-  return openPinnedConnection({
+  return {
     host,
     port,
     identity,
     ca: sessionCaDer(session),
     ...(options.signal ? { signal: options.signal } : {}),
     ...(options.connectTimeoutMs ? { connectTimeoutMs: options.connectTimeoutMs } : {}),
-  });
+  };
 }
 
 function view(response: PinnedResponse, operation: string): Registration {

@@ -1,6 +1,7 @@
 // The self-upgrade in the reference server's flow: a joiner on 0.5.0 is told to upgrade, fetches
 // and verifies 0.6.0 from the founder (served, pinned to its key) or from a mirror (HTTPS),
 // registers again on 0.6.0 and becomes pending.
+import { X509Certificate } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -14,6 +15,7 @@ import {
   ReleaseVerificationError,
   ReleaseDownloadError,
 } from "../../src/node/index.js";
+import { caFingerprint, createClusterCa } from "../../src/node/pki.js";
 import { startMirror, type Mirror } from "../release/helpers/mirror.js";
 import { makeRelease, removeDir, tempDir, type Fixture } from "../release/helpers/release.js";
 import { startHarness, type Harness } from "./harness.js";
@@ -69,6 +71,20 @@ describe("self-upgrade from a release the founder serves", () => {
       await expect(
         downloadRelease({ upgrade: first.registration.upgrade!, session: { ...first.session, keyFingerprint: stranger.keyFingerprint }, identity: stranger, destDir: await tempDir(), trustedKeys: [fixture.keys[0]!.publicKeyPem] }),
       ).rejects.toBeInstanceOf(ReleaseDownloadError);
+
+      // A listener that does not chain to the session's CA is never asked for a byte.
+      const foreign = await createClusterCa();
+      const elsewhere = await tempDir();
+      const pinned = await downloadRelease({
+        upgrade: first.registration.upgrade!,
+        session: { ...first.session, caPem: foreign.certPem, caFingerprint: caFingerprint(new Uint8Array(new X509Certificate(foreign.certPem).raw)) },
+        identity,
+        destDir: elsewhere,
+        trustedKeys: [fixture.keys[0]!.publicKeyPem],
+      }).catch((e: unknown) => e);
+      expect(pinned).toBeInstanceOf(ReleaseDownloadError);
+      expect((pinned as ReleaseDownloadError).reason).toBe("tls");
+      expect(existsSync(join(elsewhere, "payload", "manifest.json"))).toBe(false);
 
       const second = await registerMachine({ url, identity, release: release.release });
       expect(second.created).toBe(false);
