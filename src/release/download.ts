@@ -141,6 +141,8 @@ export const RELEASE_TEST_HOOKS: unique symbol = Symbol("stratum.release.testHoo
 /** @internal */
 export interface ReleaseTestHooks {
   beforeWrite?(releasePath: string, position: number, length: number): void;
+  /** How a file is written: with direct I/O, and hashed in the worker thread. */
+  onWriter?(releasePath: string, how: { direct: boolean; hashInWorker: boolean }): void;
 }
 
 const RETRYABLE_STATUS = new Set([408, 425, 429, 500, 502, 503, 504]);
@@ -803,7 +805,9 @@ class Writer implements BodySink {
 
   /** A Writer on `fh`, with a direct-I/O handle on the same file when the system gives one. */
   static async open(fh: FileHandle, path: string, hooks: ReleaseTestHooks): Promise<Writer> {
-    return new Writer(fh, await openDirect(fh), path, hooks);
+    const writer = new Writer(fh, await openDirect(fh), path, hooks);
+    hooks.onWriter?.(path, { direct: writer.direct !== undefined, hashInWorker: writer.shared });
+    return writer;
   }
 
   /** Closes the direct-I/O handle (the caller closes `fh`) and forgets the hash; never throws. */

@@ -1,4 +1,5 @@
-import { readFile, writeFile, mkdir } from "node:fs/promises";
+import { constants as fsc } from "node:fs";
+import { mkdir, open, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { Client } from "undici";
@@ -18,6 +19,7 @@ import { startMirror, type Mirror } from "./helpers/mirror.js";
 import { startMirroredRelease, type MirroredRelease } from "./helpers/mirrored-release.js";
 import { makeTestPki, type TestPki } from "./helpers/pki.js";
 import type { Fixture } from "./helpers/release.js";
+import { RELEASE_TEST_HOOKS, type ReleaseTestHooks } from "../../src/release/download.js";
 import { download, failure, listTree } from "./helpers/run.js";
 
 let pki: TestPki;
@@ -50,7 +52,40 @@ async function expectRelease(dir: string): Promise<void> {
   await verifyReleaseDirectory(dir, { trustedKeys: [fx.keys[0]!.publicKeyPem], expectRelease: fx.release });
 }
 
+/** Whether the file system of `dir` takes O_DIRECT (Linux ext4, xfs…; not older tmpfs). */
+async function directIoWorks(dir: string): Promise<boolean> {
+  if (process.platform !== "linux") return false;
+  const probe = join(dir, ".direct-probe");
+  try {
+    await (await open(probe, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_DIRECT)).close();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await rm(probe, { force: true });
+  }
+}
+
 describe("downloadRelease from a mirror", () => {
+  it("writes with direct I/O where the file system takes it, hashes in the worker, and resumes a .partial cut mid-block", async () => {
+    const dir = await dest();
+    const path = "sysext/kubernetes.raw";
+    await mkdir(join(dir, "sysext"), { recursive: true });
+    // a crash leaves a prefix that ends anywhere; direct I/O writes whole blocks from a block boundary
+    await writeFile(join(dir, `${path}.partial`), fx.contents.get(path)!.subarray(0, 1_000_003));
+    const how = new Map<string, { direct: boolean; hashInWorker: boolean }>();
+    const hooks: ReleaseTestHooks = { onWriter: (p, h) => how.set(p, h) };
+    mirror.log.length = 0;
+    const result = await download(fx, mirror, dir, { [RELEASE_TEST_HOOKS]: hooks } as never);
+    await expectRelease(dir);
+    expect(mirror.log.filter((e) => e.path === path).map((e) => e.range)).toEqual(["bytes=1000003-"]);
+    expect(result.files.find((f) => f.path === path)!.bytesFetched).toBe(FILES[path] - 1_000_003);
+    const direct = await directIoWorks(dir);
+    console.info(`direct I/O ${direct ? "taken" : "refused"} by the file system of ${dir}`);
+    expect([...how.keys()].sort()).toEqual(Object.keys(FILES).sort());
+    for (const seen of how.values()) expect(seen).toEqual({ direct, hashInWorker: true });
+  });
+
   it("fetches the manifest first, then every file, verified, and writes the manifest last", async () => {
     mirror.log.length = 0;
     const dir = await dest();
