@@ -806,7 +806,7 @@ class Writer implements BodySink {
   /** A Writer on `fh`, with a direct-I/O handle on the same file when the system gives one. */
   static async open(fh: FileHandle, path: string, hooks: ReleaseTestHooks): Promise<Writer> {
     const writer = new Writer(fh, await openDirect(fh), path, hooks);
-    hooks.onWriter?.(path, { direct: writer.direct !== undefined, hashInWorker: writer.shared });
+    hooks.onWriter?.(path, { direct: writer.direct !== undefined, hashInWorker: writer.hasher.inWorker });
     return writer;
   }
 

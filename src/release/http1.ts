@@ -102,7 +102,6 @@ const MAX_HEAD_BYTES = 64 * 1024;
 /** Body bytes queued while the consumer is busy; the socket is paused long before this. */
 const MAX_PENDING_BYTES = 8 * 1024 * 1024;
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-// eslint-disable-next-line no-control-regex
 const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
 type Framing =
@@ -263,7 +262,6 @@ class Exchange {
       this.fail(error);
       return new Uint8Array(0);
     }
-    // a copy: the head buffer is the scratch's copy already, but the pending queue keeps it
     return rest;
   }
 

@@ -14,6 +14,8 @@ import { Worker } from "node:worker_threads";
 
 /** A SHA-256 fed in order; `update`'s bytes must stay unchanged until its promise settles. */
 export interface Sha256Stream {
+  /** True when a worker thread does the hashing. */
+  readonly inWorker: boolean;
   /** Hashes `bytes` after everything given before. */
   update(bytes: Uint8Array): Promise<void>;
   /** The hex digest of everything given; the stream is done after it. */
@@ -24,12 +26,21 @@ export interface Sha256Stream {
 
 /** A stream in a worker thread when `shared` (the bytes will be views of a SharedArrayBuffer), else on the event loop. */
 export function sha256Stream(shared: boolean): Sha256Stream {
-  return shared ? workerStream() : localStream(createHash("sha256"));
+  if (shared) {
+    try {
+      hashWorker();
+      return workerStream();
+    } catch {
+      // no worker threads here (a permission model, a sandbox): the event loop hashes
+    }
+  }
+  return localStream(createHash("sha256"));
 }
 
 /** A stream on the event loop, continuing `hash`. */
 export function localStream(hash: Hash): Sha256Stream {
   return {
+    inWorker: false,
     update(bytes) {
       hash.update(bytes);
       return Promise.resolve();
@@ -137,6 +148,7 @@ function workerStream(): Sha256Stream {
     return (current = live);
   };
   return {
+    inWorker: true,
     async update(bytes) {
       if (bytes.length === 0) return;
       if (!(bytes.buffer instanceof SharedArrayBuffer)) throw new TypeError("a worker hash takes views of a SharedArrayBuffer");
