@@ -146,6 +146,12 @@ class Exchange {
   start(): Promise<Http1Response> {
     const { signal } = this.options;
     if (signal?.aborted) return Promise.reject(signal.reason);
+    let request: string;
+    try {
+      request = requestText(this.options);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     return new Promise<Http1Response>((resolve, reject) => {
       this.resolveHead = resolve;
       this.rejectHead = reject;
@@ -162,12 +168,7 @@ class Exchange {
           socket.on("error", (error) => this.fail(error));
           socket.on("end", () => this.onEnd());
           socket.on("close", () => this.onEnd());
-          const lines = [`GET ${this.options.path} HTTP/1.1`, `Host: ${this.options.authority}`, "Connection: close"];
-          for (const [name, value] of Object.entries(this.options.headers ?? {})) {
-            if (!TOKEN.test(name) || /[\r\n]/.test(value)) throw new TypeError(`request header ${JSON.stringify(name)} is not a valid field`);
-            lines.push(`${name}: ${value}`);
-          }
-          socket.write(`${lines.join("\r\n")}\r\n\r\n`);
+          socket.write(request);
         })
         .catch((error: unknown) => this.fail(error));
     });
@@ -249,11 +250,13 @@ class Exchange {
         break;
       }
     }
-    if (end < 0) {
-      if (this.head.length > MAX_HEAD_BYTES) this.fail(new Http1Error("HTTP1_PARSE", `the response head is larger than ${MAX_HEAD_BYTES} bytes`));
+    if (end > MAX_HEAD_BYTES || (end < 0 && this.head.length > MAX_HEAD_BYTES)) {
+      this.fail(new Http1Error("HTTP1_PARSE", `the response head is larger than ${MAX_HEAD_BYTES} bytes`));
       return new Uint8Array(0);
     }
-    const text = this.head.subarray(0, end).toString("latin1");
+    if (end < 0) return new Uint8Array(0);
+    // `end` is the line feed before the blank line: the last line's CR, if any, is still there
+    const text = this.head.subarray(0, end).toString("latin1").replace(/\r$/, "");
     const rest = this.head.subarray(end + skip);
     this.head = Buffer.alloc(0);
     try {
@@ -288,8 +291,8 @@ class Exchange {
     }
     this.framing = framingOf(status, headers);
     this.phase = "body";
+    // the body timer starts with readInto
     this.clearTimer();
-    this.armBody();
     // nothing is read until the consumer is there
     this.socket?.pause();
     const body = this.bodyObject();
@@ -384,6 +387,7 @@ class Exchange {
     return new Promise<void>((resolve, reject) => {
       this.resolveBody = resolve;
       this.rejectBody = reject;
+      this.armBody();
       this.pump();
     });
   }
@@ -405,7 +409,8 @@ class Exchange {
     let offset = 0;
     while (offset < bytes.length && this.phase !== "done") {
       if (this.waiting) {
-        this.pending.push(Buffer.from(bytes.subarray(offset)));
+        // ahead of anything queued: these bytes came first
+        this.pending.unshift(Buffer.from(bytes.subarray(offset)));
         this.pendingBytes += bytes.length - offset;
         return;
       }
@@ -497,7 +502,8 @@ class Exchange {
   }
 
   private armBody(): void {
-    if (this.phase !== "body") return;
+    // a silence of the connection counts only while a reader is there and not busy
+    if (this.phase !== "body" || !this.sink || this.waiting) return;
     // refreshed on every read: a silence of bodyTimeout, not a total
     if (this.timer) this.timer.refresh();
     else this.arm(this.options.bodyTimeout ?? 60_000, "no body bytes");
@@ -507,6 +513,20 @@ class Exchange {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
   }
+}
+
+const CONTROL = /[\x00-\x08\x0a-\x1f\x7f]/;
+
+/** The request head; throws a TypeError naming what is not valid, before any connection. */
+function requestText(options: Http1GetOptions): string {
+  if (!/^\/[\x21-\x7e]*$/.test(options.path)) throw new TypeError("the request path is not an absolute, percent-encoded path");
+  if (!/^[\x21-\x7e]+$/.test(options.authority)) throw new TypeError("the Host authority is not a valid host[:port]");
+  const lines = [`GET ${options.path} HTTP/1.1`, `Host: ${options.authority}`, "Connection: close"];
+  for (const [name, value] of Object.entries(options.headers ?? {})) {
+    if (!TOKEN.test(name) || CONTROL.test(value)) throw new TypeError(`request header ${JSON.stringify(name)} is not a valid field`);
+    lines.push(`${name}: ${value}`);
+  }
+  return `${lines.join("\r\n")}\r\n\r\n`;
 }
 
 function framingOf(status: number, headers: Record<string, string | string[]>): Framing {

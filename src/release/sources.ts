@@ -139,18 +139,55 @@ export function mirrorSource(baseUrl: string, options: MirrorSourceOptions = {})
   const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
   const port = url.port === "" ? 443 : Number(url.port);
   const live = new Set<tls.TLSSocket>();
-  const connect: Http1Connector = (onread, signal) =>
+  const connect = tlsConnector({ host, port, ...(options.ca === undefined ? {} : { ca: options.ca }) }, (socket) => {
+    live.add(socket);
+    socket.once("close", () => live.delete(socket));
+  });
+  return {
+    describe: () => description,
+    async fetch(path, request) {
+      const answer = await http1Get({
+        connect,
+        authority: url.host,
+        path: `${base}/${encodeReleasePath(path)}`,
+        headers: requestHeaders(options.headers, request),
+        ...(request.signal ? { signal: request.signal } : {}),
+        ...(options.headersTimeout === undefined ? {} : { headersTimeout: options.headersTimeout }),
+        ...(options.bodyTimeout === undefined ? {} : { bodyTimeout: options.bodyTimeout }),
+      });
+      return { status: answer.status, headers: answer.headers, body: answer.body };
+    },
+    async close() {
+      for (const socket of live) socket.destroy();
+    },
+  };
+}
+
+/**
+ * Opens a TLS connection for {@link http1Get}: the certificate checked against `ca` (or the
+ * system's roots) and `host`, ALPN `http/1.1`. Resolves at the end of the handshake; rejects
+ * on an error, a close during the handshake, or the signal (with its reason).
+ * @internal
+ */
+export function tlsConnector(
+  target: { host: string; port: number; ca?: string | string[] },
+  onSocket?: (socket: tls.TLSSocket) => void,
+): Http1Connector {
+  return (onread, signal) =>
     new Promise<tls.TLSSocket>((resolve, reject) => {
+      if (signal.aborted) {
+        reject(signal.reason);
+        return;
+      }
       const socket = tls.connect({
-        host,
-        port,
-        ...(isIP(host) === 0 ? { servername: host } : {}),
-        ...(options.ca === undefined ? {} : { ca: options.ca }),
+        host: target.host,
+        port: target.port,
+        ...(isIP(target.host) === 0 ? { servername: target.host } : {}),
+        ...(target.ca === undefined ? {} : { ca: target.ca }),
         ALPNProtocols: ["http/1.1"],
         onread,
       } as tls.ConnectionOptions);
-      live.add(socket);
-      socket.once("close", () => live.delete(socket));
+      onSocket?.(socket);
       const settle = (error?: unknown): void => {
         signal.removeEventListener("abort", onAbort);
         socket.off("error", settle);
@@ -170,24 +207,6 @@ export function mirrorSource(baseUrl: string, options: MirrorSourceOptions = {})
       socket.once("close", onClose);
       socket.once("secureConnect", onSecure);
     });
-  return {
-    describe: () => description,
-    async fetch(path, request) {
-      const answer = await http1Get({
-        connect,
-        authority: url.host,
-        path: `${base}/${encodeReleasePath(path)}`,
-        headers: requestHeaders(options.headers, request),
-        ...(request.signal ? { signal: request.signal } : {}),
-        ...(options.headersTimeout === undefined ? {} : { headersTimeout: options.headersTimeout }),
-        ...(options.bodyTimeout === undefined ? {} : { bodyTimeout: options.bodyTimeout }),
-      });
-      return { status: answer.status, headers: answer.headers, body: answer.body };
-    },
-    async close() {
-      for (const socket of live) socket.destroy();
-    },
-  };
 }
 
 /** @internal The downloader's request headers: the caller's, then Accept-Encoding, Range and If-Range, which are the downloader's. */
