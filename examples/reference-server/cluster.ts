@@ -28,7 +28,7 @@ import { buildBundle, buildDelivery, buildNodeYaml, networkBindings, nodeLabels,
 import { HttpProblem, invalidInput } from "./http.js";
 import { newClusterId, newCodeId, newJoinId, newNodeId, randomHex } from "./ids.js";
 import type { ApprovalInput, ProgressInput, RegistrationInput } from "./schemas.js";
-import { Store, type JoinCodeRow, type JoinRow, type JoinState, type MemberRow, type StoredAssignment } from "./store.js";
+import { newJoinRow, Store, type JoinCodeRow, type JoinRow, type JoinState, type MemberRow, type StoredAssignment } from "./store.js";
 import { judgeRelease, mismatchDetail, type ReleaseAvailability } from "./upgrade-rules.js";
 import { codeState, iso, joinCodeView, memberView, nodeJoinView, registrationView, RUNNING_STATES } from "./views.js";
 
@@ -446,7 +446,7 @@ export class Cluster {
       if (retryAfter !== undefined) {
         throw new HttpProblem(429, "RATE_LIMITED", { detail: "Too many registrations from this address.", headers: { "Retry-After": String(retryAfter) } });
       }
-      const row: JoinRow = {
+      const row = newJoinRow({
         id: newJoinId(),
         codeId: proof.codeId,
         state: verdict.kind === "upgrade" ? "needs-upgrade" : "pending",
@@ -457,26 +457,10 @@ export class Cluster {
         systemSerial: input.systemSerial ?? null,
         release: input.release,
         inventory: input.inventory ?? null,
-        assignment: null,
-        nodeId: null,
         upgrade: verdict.kind === "upgrade" ? verdict.upgrade : null,
-        approvedBy: null,
-        approvedAt: null,
-        rejectedBy: null,
-        rejectedAt: null,
-        reason: null,
-        deliveredAt: null,
-        lastSeenAt: now,
-        currentStep: null,
-        failedStep: null,
-        failedStepTitle: null,
-        failedError: null,
-        steps: [],
-        delivery: null,
         createdAt: now,
-        updatedAt: now,
         expiresAt,
-      };
+      });
       this.store.insertJoin(row);
       this.store.audit("joiner", "cluster.join.registered", row.id, { codeId: row.codeId, keyFingerprint: row.keyFingerprint, state: row.state, sourceAddr: row.sourceAddr });
       return { status: 201, registration: this.registration(row) };

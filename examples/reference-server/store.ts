@@ -67,6 +67,35 @@ export interface JoinRow {
   expiresAt: number | null;
 }
 
+/** What a new registration says of itself; the rest of its row starts empty. */
+export type NewJoin = Pick<
+  JoinRow,
+  "id" | "codeId" | "state" | "pairingCode" | "keyFingerprint" | "sourceAddr" | "hostname" | "systemSerial" | "release" | "inventory" | "upgrade" | "createdAt" | "expiresAt"
+>;
+
+/** The row of a registration just made: nothing approved, delivered or reported yet. */
+export function newJoinRow(join: NewJoin): JoinRow {
+  return {
+    ...join,
+    assignment: null,
+    nodeId: null,
+    approvedBy: null,
+    approvedAt: null,
+    rejectedBy: null,
+    rejectedAt: null,
+    reason: null,
+    deliveredAt: null,
+    lastSeenAt: join.createdAt,
+    currentStep: null,
+    failedStep: null,
+    failedStepTitle: null,
+    failedError: null,
+    steps: [],
+    delivery: null,
+    updatedAt: join.createdAt,
+  };
+}
+
 /**
  * An assignment as the founder keeps it: the API's shape, plus the kernel names of the disks it
  * names, so `copyFrom` can match disks on another machine by name.

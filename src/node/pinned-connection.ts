@@ -165,17 +165,12 @@ function caPem(der: Uint8Array): string {
 }
 
 /**
- * Opens the TLS socket as {@link openPinnedConnection} does, with its listener check, for a
- * caller that speaks HTTP on it itself: the release download, whose body Node's `onread`
- * decrypts straight into the downloader's buffers.
+ * Opens the TLS socket and runs the listener check; resolves once it is safe to use. Used by
+ * {@link openPinnedConnection}, and with `onread` by a caller that speaks HTTP on the socket
+ * itself: the release download, whose body Node decrypts straight into the downloader's buffers.
  * @internal
  */
-export function connectPinnedSocket(options: OpenPinnedConnectionOptions, onread: OnReadOpts): Promise<tls.TLSSocket> {
-  return connectTls(options, onread);
-}
-
-/** Opens the TLS socket and runs the listener check; resolves once it is safe to use. */
-function connectTls(options: OpenPinnedConnectionOptions, onread?: OnReadOpts): Promise<tls.TLSSocket> {
+export function connectPinnedSocket(options: OpenPinnedConnectionOptions, onread?: OnReadOpts): Promise<tls.TLSSocket> {
   const { signal } = options;
   const host = bareHost(options.host);
   const servername = options.servername ?? (isIP(host) === 0 ? host : undefined);
@@ -264,7 +259,7 @@ function connectTls(options: OpenPinnedConnectionOptions, onread?: OnReadOpts): 
  *   leaf fails the check; TimeoutError after `connectTimeoutMs`; the signal's reason on abort
  */
 export async function openPinnedConnection(options: OpenPinnedConnectionOptions): Promise<PinnedConnection> {
-  const socket = await connectTls(options);
+  const socket = await connectPinnedSocket(options);
   // Read now: both are needed after the socket may have closed (error reports, binding checks).
   const exporter = tlsExporter(socket);
   const chain = peerChainOf(socket);

@@ -5,7 +5,7 @@
  * verification is ever left where a verified file belongs.
  * @module
  */
-import { createHash, type Hash } from "node:crypto";
+import { createHash } from "node:crypto";
 import { constants as fsc } from "node:fs";
 import { lstat, mkdir, open, rename, unlink, type FileHandle } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
@@ -759,10 +759,10 @@ async function flushOrThrow(writer: Writer, path: string): Promise<void> {
  * A file's write side, and the {@link BodySink} its bodies are read into.
  *
  * Bytes land in one of BATCHES buffers of WRITE_BATCH bytes: decrypted straight into it by the
- * SDK's own sources, copied into it from any other body. They are hashed right there, while
- * still in the CPU cache, and each full batch is written in one positioned write on the
- * threadpool while the next fills. Writes run one after the other, in file order, so a crash
- * can only ever cut the file short, never leave a hole that a resume would take for data.
+ * SDK's own sources, copied into it from any other body. Each full batch is hashed (in the
+ * worker of `sha256.ts`, in place in the shared memory) and written in one positioned write on
+ * the threadpool while the next fills. Writes run one after the other, in file order, so a
+ * crash can only ever cut the file short, never leave a hole that a resume would take for data.
  *
  * Where the file system allows it (Linux, not tmpfs) the batches go to the device with direct
  * I/O, bypassing the page cache: no copy into the cache, no writeback left for the final fsync,
@@ -829,15 +829,7 @@ class Writer implements BodySink {
     this.hasher.drop();
     this.hasher = sha256Stream(this.shared);
     const buffer = (this.current ??= this.free.pop()!);
-    let done = 0;
-    while (done < prefix) {
-      throwIfAborted(signal);
-      const { bytesRead } = await this.fh.read(buffer, 0, Math.min(buffer.length, prefix - done), done);
-      if (bytesRead === 0) break;
-      await this.hasher.update(buffer.subarray(0, bytesRead));
-      done += bytesRead;
-      onBytes?.(bytesRead);
-    }
+    const done = await hashPrefix(this.fh, this.hasher, prefix, signal, onBytes, buffer);
     const lead = this.direct ? done % DIRECT_ALIGN : 0;
     this.position = done - lead;
     this.fill = this.carried = 0;

@@ -5,7 +5,7 @@
  * @internal
  * @module
  */
-import { createHash, type Hash } from "node:crypto";
+import { createHash } from "node:crypto";
 import { constants as fsc } from "node:fs";
 import { lstat, mkdir, open, readdir, rename, unlink, type FileHandle } from "node:fs/promises";
 import { dirname, join, relative, sep } from "node:path";
@@ -15,21 +15,25 @@ import { ReleaseDownloadError } from "./errors.js";
 /** Read and write unit: large enough that syscalls and hash calls are a rounding error. */
 export const IO_CHUNK = 1 << 20;
 
-/** Feeds the first `length` bytes of an open file into `hash`; returns how many bytes it read (less only if the file is shorter). */
+/**
+ * Feeds the first `length` bytes of an open file into `hash` (a node:crypto Hash, or any
+ * `update` that may return a promise, awaited before the buffer is reused); returns how many
+ * bytes it read (less only if the file is shorter). Reads into `buffer` when one is given.
+ */
 export async function hashPrefix(
   fh: FileHandle,
-  hash: Hash,
+  hash: { update(bytes: Uint8Array): unknown },
   length: number,
   signal?: AbortSignal,
   onBytes?: (n: number) => void,
+  buffer: Buffer = Buffer.allocUnsafe(Math.min(IO_CHUNK * 4, Math.max(length, 1))),
 ): Promise<number> {
-  const buffer = Buffer.allocUnsafe(Math.min(IO_CHUNK * 4, Math.max(length, 1)));
   let done = 0;
   while (done < length) {
     throwIfAborted(signal);
     const { bytesRead } = await fh.read(buffer, 0, Math.min(buffer.length, length - done), done);
     if (bytesRead === 0) break;
-    hash.update(buffer.subarray(0, bytesRead));
+    await hash.update(buffer.subarray(0, bytesRead));
     done += bytesRead;
     onBytes?.(bytesRead);
   }

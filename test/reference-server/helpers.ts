@@ -15,7 +15,7 @@ import { finishLogin, startLogin } from "../../src/node/opaque.js";
 import { openPinnedConnection, type PinnedConnection, type PinnedResponse } from "../../src/node/pinned-connection.js";
 import { caFingerprint, verifyListenerCertificate } from "../../src/node/pki.js";
 import type { ReferenceServerConfig } from "../../examples/reference-server/config.js";
-import type { JoinRow } from "../../examples/reference-server/store.js";
+import { newJoinRow, type JoinRow } from "../../examples/reference-server/store.js";
 import type { Inventory } from "../../src/types.js";
 import { startReferenceServer, type ReferenceServer } from "../../examples/reference-server/server.js";
 import { spec, specAjv } from "../spec/spec.js";
@@ -387,35 +387,21 @@ export function insertJoinRow(server: ReferenceServer, overrides: Partial<JoinRo
   }
   server.store.tx(() =>
     server.store.insertJoin({
-      id,
-      codeId,
-      state: "pending",
-      pairingCode: "4F7-K2Q",
-      keyFingerprint: Array.from({ length: 32 }, () => "AB").join(":"),
-      sourceAddr: "192.0.2.21",
-      hostname: `host-${id}`,
-      systemSerial: null,
-      release: "0.6.0",
-      inventory: sampleInventory() as Inventory,
-      assignment: null,
-      nodeId: null,
-      upgrade: null,
-      approvedBy: null,
-      approvedAt: null,
-      rejectedBy: null,
-      rejectedAt: null,
-      reason: null,
-      deliveredAt: null,
-      lastSeenAt: now,
-      currentStep: null,
-      failedStep: null,
-      failedStepTitle: null,
-      failedError: null,
-      steps: [],
-      delivery: null,
-      createdAt: now,
-      updatedAt: now,
-      expiresAt: now + 3600_000,
+      ...newJoinRow({
+        id,
+        codeId,
+        state: "pending",
+        pairingCode: "4F7-K2Q",
+        keyFingerprint: Array.from({ length: 32 }, () => "AB").join(":"),
+        sourceAddr: "192.0.2.21",
+        hostname: `host-${id}`,
+        systemSerial: null,
+        release: "0.6.0",
+        inventory: sampleInventory() as Inventory,
+        upgrade: null,
+        createdAt: now,
+        expiresAt: now + 3600_000,
+      }),
       ...overrides,
     }),
   );
