@@ -9,13 +9,26 @@ import { X509Certificate } from "node:crypto";
 import { startReferenceServer } from "../examples/reference-server/server.js";
 import { createAdminClient, parseJoinUrl } from "../src/index.js";
 import { checkJoinCode, createMachineIdentity, createThrowawayIdentity, registerMachine } from "../src/node/index.js";
-import { createJoinCodeRecord, createServerSetup, finishLogin, finishServerLogin, startLogin, startServerLogin } from "../src/node/opaque.js";
+import {
+  createJoinCodeRecord,
+  createServerSetup,
+  finishLogin,
+  finishServerLogin,
+  startLogin,
+  startServerLogin,
+} from "../src/node/opaque.js";
 
 const runs = Number(process.env.BENCH_RUNS ?? 11);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 const dataDir = mkdtempSync(join(tmpdir(), "stratum-bench-join-"));
-const server = await startReferenceServer({ dataDir, adminAddr: "127.0.0.1:0", joinAddr: "127.0.0.1:0", log: () => {}, limits: { perAddressCalls: 1_000_000, perAddressRegistrations: 1_000_000, maxWaiting: 1_000_000 } });
+const server = await startReferenceServer({
+  dataDir,
+  adminAddr: "127.0.0.1:0",
+  joinAddr: "127.0.0.1:0",
+  log: () => {},
+  limits: { perAddressCalls: 1_000_000, perAddressRegistrations: 1_000_000, maxWaiting: 1_000_000 },
+});
 try {
   const admin = createAdminClient({ baseUrl: server.adminUrl, token: server.adminToken });
   const { url } = await admin.mintJoinCode({ endpoint: server.joinEndpoint });
@@ -27,7 +40,13 @@ try {
   const record = await createJoinCodeRecord({ serverSetup, codeId: "jc-bench", code, caDer });
   const bareOnce = async () => {
     const login = await startLogin(code);
-    const answer = await startServerLogin({ serverSetup, codeId: "jc-bench", registrationRecord: record, ke1: login.ke1, caDer });
+    const answer = await startServerLogin({
+      serverSetup,
+      codeId: "jc-bench",
+      registrationRecord: record,
+      ke1: login.ke1,
+      caDer,
+    });
     const finished = await finishLogin({ state: login.state, ke2: answer.ke2, code, caDer });
     const key = await finishServerLogin({ state: answer.state, ke3: finished!.ke3, caDer });
     if (!key) throw new Error("bare OPAQUE failed");
@@ -63,7 +82,8 @@ try {
     ["full registration (TLS 1.3 connect + PAKE + POST /v1/join/registrations)", median(register)],
   ] as const;
   console.log(`bench:join — medians of ${runs} runs after one warm-up, Node ${process.version}`);
-  for (const [what, ms] of rows) console.log(`  ${what.padEnd(78)} ${ms.toFixed(1).padStart(8)} ms   ratio ${(ms / b).toFixed(2)}`);
+  for (const [what, ms] of rows)
+    console.log(`  ${what.padEnd(78)} ${ms.toFixed(1).padStart(8)} ms   ratio ${(ms / b).toFixed(2)}`);
   const worst = Math.max(median(check), median(register)) / b;
   console.log(`  goal: ratio <= 1.30 -> ${worst <= 1.3 ? "met" : "NOT met"} (worst ${worst.toFixed(2)})`);
 } finally {

@@ -9,7 +9,8 @@ const config = JSON.parse(process.argv[2]);
 const peak = { rss: 0, heapTotal: 0, heapUsed: 0, external: 0, arrayBuffers: 0 };
 const sampler = process.env.BENCH_MEM
   ? setInterval(() => {
-      for (const [key, value] of Object.entries(process.memoryUsage())) if (key in peak) peak[key] = Math.max(peak[key], value);
+      for (const [key, value] of Object.entries(process.memoryUsage()))
+        if (key in peak) peak[key] = Math.max(peak[key], value);
     }, 50)
   : undefined;
 const started = performance.now();
@@ -24,6 +25,12 @@ const seconds = (performance.now() - started) / 1000;
 if (sampler) {
   clearInterval(sampler);
   const mib = (n) => `${(n / 1048576).toFixed(0)} MiB`;
-  process.stderr.write(`memory peaks: ${Object.entries(peak).map(([k, v]) => `${k} ${mib(v)}`).join(", ")}\n`);
+  process.stderr.write(
+    `memory peaks: ${Object.entries(peak)
+      .map(([k, v]) => `${k} ${mib(v)}`)
+      .join(", ")}\n`,
+  );
 }
-process.stdout.write(`${JSON.stringify({ seconds, bytesFetched: result.bytesFetched, maxRssKiB: process.resourceUsage().maxRSS })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ seconds, bytesFetched: result.bytesFetched, maxRssKiB: process.resourceUsage().maxRSS })}\n`,
+);

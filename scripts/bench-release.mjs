@@ -94,7 +94,9 @@ try {
     });
     sdkEntry = [outfile];
   }
-  log(`release of one ${sizeMiB} MiB file, best of ${runs}, in ${work} (SDK ${process.env.BENCH_TSX ? "via tsx" : "bundled with esbuild"}; load ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}; ${cpus().length} CPUs)`);
+  log(
+    `release of one ${sizeMiB} MiB file, best of ${runs}, in ${work} (SDK ${process.env.BENCH_TSX ? "via tsx" : "bundled with esbuild"}; load ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}; ${cpus().length} CPUs)`,
+  );
   mkdirSync(join(releaseDir, "os/blobs"), { recursive: true });
   const fd = openSync(join(releaseDir, path), "w");
   const block = Buffer.allocUnsafe(4 * MiB);
@@ -107,14 +109,25 @@ try {
   await signReleaseDirectory(releaseDir, { release: "bench", keys: [key.privateKeyPem] });
   settle();
 
-  const server = spawn(process.execPath, ["--import", "tsx", join(root, "scripts/bench-release-server.mjs"), JSON.stringify({ root: releaseDir, caPath })], {
-    cwd: root,
-    stdio: ["pipe", "pipe", "inherit"],
-  });
+  const server = spawn(
+    process.execPath,
+    ["--import", "tsx", join(root, "scripts/bench-release-server.mjs"), JSON.stringify({ root: releaseDir, caPath })],
+    {
+      cwd: root,
+      stdio: ["pipe", "pipe", "inherit"],
+    },
+  );
   const { url } = await new Promise((done) => server.stdout.once("data", (d) => done(JSON.parse(d.toString()))));
   const fileUrl = `${url}/${path}`;
   const out = join(work, "curl.out");
-  const sdkConfig = (destDir, progress = false) => ({ url, ca: caPath, destDir, release: "bench", key: key.publicKeyPem, progress });
+  const sdkConfig = (destDir, progress = false) => ({
+    url,
+    ca: caPath,
+    destDir,
+    release: "bench",
+    key: key.publicKeyPem,
+    progress,
+  });
 
   const best = { curl: Infinity, curlSha: Infinity, sdk: Infinity, sdkWall: Infinity, curlSync: Infinity };
   let rssKiB = 0;
@@ -156,7 +169,9 @@ try {
   let partial = 0;
   try {
     partial = statSync(join(killDest, `${path}.partial`)).size;
-  } catch {}
+  } catch {
+    // no .partial: the kill came before the first byte
+  }
   const resumed = await sdk(sdkConfig(killDest));
   if (resumed.code !== 0 || !resumed.result) throw new Error("the resumed SDK run failed");
   const missing = size - partial;
@@ -172,7 +187,9 @@ try {
   log(`curl -o                       ${best.curl.toFixed(2)} s  ${fmtRate(size, best.curl)}`);
   log(`curl -o + sha256sum           ${best.curlSha.toFixed(2)} s  ${fmtRate(size, best.curlSha)}`);
   log(`curl -o + sync (durable)      ${best.curlSync.toFixed(2)} s  ${fmtRate(size, best.curlSync)}   (for reference)`);
-  log(`SDK download+verify+fsync     ${best.sdk.toFixed(2)} s  ${fmtRate(size, best.sdk)}   (process wall incl. node start: ${best.sdkWall.toFixed(2)} s)`);
+  log(
+    `SDK download+verify+fsync     ${best.sdk.toFixed(2)} s  ${fmtRate(size, best.sdk)}   (process wall incl. node start: ${best.sdkWall.toFixed(2)} s)`,
+  );
   log("");
   log(`${mark(ratioCurl >= 0.9)} SDK / curl throughput            ${ratioCurl.toFixed(2)}x   (goal >= 0.90x)`);
   log(`${mark(ratioSha >= 1.5)} SDK / (curl + sha256sum)         ${ratioSha.toFixed(2)}x   (goal >= 1.50x)`);

@@ -20,7 +20,9 @@ try {
     if (a !== b) stale.push(name);
   }
   if (stale.length) {
-    console.error(`generated/ is stale against openapi.yaml (${stale.join(", ")}): run \`npm run generate\` and commit.`);
+    console.error(
+      `generated/ is stale against openapi.yaml (${stale.join(", ")}): run \`npm run generate\` and commit.`,
+    );
     process.exit(1);
   }
   console.log(`generated/ is in sync with openapi.yaml (${want.length} files).`);

@@ -16,7 +16,11 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const BUDGET = 15_000; // bytes of gzip, "15 kB" read strictly (1 kB = 1000 B)
 
 // Node-only code the browser graph must never reach, beyond the built-ins themselves.
-const NODE_ONLY = [/(^|\/)node_modules\/undici\//, /(^|\/)node_modules\/better-sqlite3\//, /^src\/(node|release|cli)\//];
+const NODE_ONLY = [
+  /(^|\/)node_modules\/undici\//,
+  /(^|\/)node_modules\/better-sqlite3\//,
+  /^src\/(node|release|cli)\//,
+];
 const builtins = new Set(builtinModules.flatMap((name) => [name, `node:${name}`]));
 
 /** Bundles `contents` as an app would, and measures it. */
@@ -42,7 +46,8 @@ function nodeModulesIn(metafile) {
   for (const [path, input] of Object.entries(metafile.inputs)) {
     if (path.startsWith("node:") || builtins.has(path) || NODE_ONLY.some((re) => re.test(path))) found.add(path);
     for (const imported of input.imports) {
-      if (imported.path.startsWith("node:") || builtins.has(imported.path)) found.add(`${imported.path} (imported by ${path})`);
+      if (imported.path.startsWith("node:") || builtins.has(imported.path))
+        found.add(`${imported.path} (imported by ${path})`);
     }
   }
   return [...found];
@@ -52,7 +57,8 @@ function nodeModulesIn(metafile) {
 function heaviest(metafile, n = 8) {
   const sizes = new Map();
   for (const output of Object.values(metafile.outputs)) {
-    for (const [path, { bytesInOutput }] of Object.entries(output.inputs)) sizes.set(path, (sizes.get(path) ?? 0) + bytesInOutput);
+    for (const [path, { bytesInOutput }] of Object.entries(output.inputs))
+      sizes.set(path, (sizes.get(path) ?? 0) + bytesInOutput);
   }
   return [...sizes].sort((a, b) => b[1] - a[1]).slice(0, n);
 }
@@ -94,7 +100,8 @@ for (const [name, entry] of [
   } catch (error) {
     // platform: browser cannot resolve a Node built-in: the build itself fails.
     console.error(`check-size: the ${name} bundle does not build for the browser:`);
-    for (const e of error.errors ?? [error]) console.error(`  ${e.text ?? e.message}${e.location ? ` (${e.location.file}:${e.location.line})` : ""}`);
+    for (const e of error.errors ?? [error])
+      console.error(`  ${e.text ?? e.message}${e.location ? ` (${e.location.file}:${e.location.line})` : ""}`);
     failed = true;
     continue;
   }
@@ -106,13 +113,17 @@ for (const [name, entry] of [
   }
 }
 
-const source = rootHasPlain ? "the root entry (src/index.ts)" : "src/admin + src/core/join-code (src/index.ts does not export both yet)";
+const source = rootHasPlain
+  ? "the root entry (src/index.ts)"
+  : "src/admin + src/core/join-code (src/index.ts does not export both yet)";
 console.log(`check-size: an app importing createAdminClient and parseJoinCode from ${source}`);
 const without = results["without validation"];
 const withValidation = results["with validation"];
 if (without) {
   const over = without.gzip > BUDGET;
-  console.log(`  without validation: ${kB(without.gzip)} gzip (${kB(without.minified)} minified), budget ${kB(BUDGET)}: ${over ? "OVER" : "ok"}`);
+  console.log(
+    `  without validation: ${kB(without.gzip)} gzip (${kB(without.minified)} minified), budget ${kB(BUDGET)}: ${over ? "OVER" : "ok"}`,
+  );
   if (over) {
     failed = true;
     console.error("  heaviest inputs (minified bytes):");
@@ -125,7 +136,9 @@ if (withValidation) {
   );
 }
 // Inputs are the whole graph, tree-shaken or not; what counts here is bytes in the output.
-const zodBytes = without ? heaviest(without.metafile, Infinity).filter(([path, bytes]) => path.includes("node_modules/zod/") && bytes > 0) : [];
+const zodBytes = without
+  ? heaviest(without.metafile, Infinity).filter(([path, bytes]) => path.includes("node_modules/zod/") && bytes > 0)
+  : [];
 if (zodBytes.length) {
   console.error("check-size: zod is in the bundle without validation: validation no longer tree-shakes away");
   failed = true;

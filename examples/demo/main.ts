@@ -82,7 +82,10 @@ async function main(): Promise<void> {
   })();
 
   try {
-    step("founder", `reference server up: admin API ${server.adminUrl}, cluster CA ${server.caFingerprint.slice(0, 23)}…`);
+    step(
+      "founder",
+      `reference server up: admin API ${server.adminUrl}, cluster CA ${server.caFingerprint.slice(0, 23)}…`,
+    );
     const admin = createAdminClient({ baseUrl: server.adminUrl, token: server.adminToken });
 
     const minted = await admin.mintJoinCode({ endpoint: server.joinEndpoint, ttlSeconds: 3600 }, { signal });
@@ -91,25 +94,56 @@ async function main(): Promise<void> {
 
     // ---- the machine, installed from an older release ----
     const check = await checkJoinCode({ url: minted.url, release: INSTALLED_RELEASE, selfUpgrade: true, signal });
-    step("machine", `code checked before installing: cluster runs ${check.clusterRelease}, the code expires ${check.expiresAt}`);
+    step(
+      "machine",
+      `code checked before installing: cluster runs ${check.clusterRelease}, the code expires ${check.expiresAt}`,
+    );
     detail(`listener proved the code; cluster CA learned through the PAKE: ${check.caFingerprint.slice(0, 23)}…`);
     if (check.upgrade) detail(`this machine (${INSTALLED_RELEASE}) must first upgrade to ${check.upgrade.to}`);
 
     const identity = await createMachineIdentity();
     const inventory = await collectInventory({ signal }).catch(() => undefined);
-    step("machine", `identity made (Ed25519 key ${identity.keyFingerprint.slice(0, 17)}…); hardware: ${describeInventory(inventory)}`);
+    step(
+      "machine",
+      `identity made (Ed25519 key ${identity.keyFingerprint.slice(0, 17)}…); hardware: ${describeInventory(inventory)}`,
+    );
 
-    const first = await registerMachine({ url: minted.url, identity, release: INSTALLED_RELEASE, selfUpgrade: true, hostname: "demo-node-2", ...(inventory ? { inventory } : {}), signal });
-    step("machine", `registered as ${first.session.joinId}: state ${bold(first.registration.state)}; pairing code on the machine's console:`);
+    const first = await registerMachine({
+      url: minted.url,
+      identity,
+      release: INSTALLED_RELEASE,
+      selfUpgrade: true,
+      hostname: "demo-node-2",
+      ...(inventory ? { inventory } : {}),
+      signal,
+    });
+    step(
+      "machine",
+      `registered as ${first.session.joinId}: state ${bold(first.registration.state)}; pairing code on the machine's console:`,
+    );
     console.log(banner(first.registration.pairingCode));
     const upgrade = first.registration.upgrade;
-    if (first.registration.state !== "needs-upgrade" || !upgrade?.served) throw new Error(`expected needs-upgrade with a served release, got ${first.registration.state}`);
+    if (first.registration.state !== "needs-upgrade" || !upgrade?.served)
+      throw new Error(`expected needs-upgrade with a served release, got ${first.registration.state}`);
 
     const waiting = await admin.listNodeJoins({ signal });
     const seen = waiting.items.find((j) => j.id === first.session.joinId)!;
-    step("founder", `sees ${seen.hostname} in ${seen.state} (${seen.upgrade?.from} → ${seen.upgrade?.to}), pairing code ${bold(seen.pairingCode)}`);
+    step(
+      "founder",
+      `sees ${seen.hostname} in ${seen.state} (${seen.upgrade?.from} → ${seen.upgrade?.to}), pairing code ${bold(seen.pairingCode)}`,
+    );
 
-    await reportProgress(first.session, identity, { steps: [{ name: "upgrade/download", title: "Downloading the cluster's release", status: "running", at: new Date().toISOString() }], signal });
+    await reportProgress(first.session, identity, {
+      steps: [
+        {
+          name: "upgrade/download",
+          title: "Downloading the cluster's release",
+          status: "running",
+          at: new Date().toISOString(),
+        },
+      ],
+      signal,
+    });
     let lastShown = -1;
     const downloaded = await downloadRelease({
       upgrade,
@@ -122,25 +156,57 @@ async function main(): Promise<void> {
         const pct = Math.floor((p.bytesDone / Math.max(1, p.bytesTotal)) * 100);
         if (pct >= lastShown + 25 || p.filesDone === p.filesTotal) {
           lastShown = pct;
-          detail(`download ${String(pct).padStart(3)}%  ${(p.bytesDone / 1048576).toFixed(1)} of ${(p.bytesTotal / 1048576).toFixed(1)} MiB, ${p.filesDone}/${p.filesTotal} files verified`);
+          detail(
+            `download ${String(pct).padStart(3)}%  ${(p.bytesDone / 1048576).toFixed(1)} of ${(p.bytesTotal / 1048576).toFixed(1)} MiB, ${p.filesDone}/${p.filesTotal} files verified`,
+          );
         }
       },
     });
-    step("machine", `release ${downloaded.release} downloaded from the founder and verified: signature by ${downloaded.signedBy.length} trusted key, ${downloaded.files.length} files hashed`);
-    await reportProgress(first.session, identity, { steps: [{ name: "upgrade/download", title: "Downloading the cluster's release", status: "done", at: new Date().toISOString() }], log: [`release ${downloaded.release} verified`], signal });
+    step(
+      "machine",
+      `release ${downloaded.release} downloaded from the founder and verified: signature by ${downloaded.signedBy.length} trusted key, ${downloaded.files.length} files hashed`,
+    );
+    await reportProgress(first.session, identity, {
+      steps: [
+        {
+          name: "upgrade/download",
+          title: "Downloading the cluster's release",
+          status: "done",
+          at: new Date().toISOString(),
+        },
+      ],
+      log: [`release ${downloaded.release} verified`],
+      signal,
+    });
 
-    const second = await registerMachine({ url: minted.url, identity, release: upgrade.to, hostname: "demo-node-2", ...(inventory ? { inventory } : {}), signal });
-    step("machine", `registered again on ${upgrade.to}: state ${bold(second.registration.state)}, same join ${second.session.joinId}, pairing code ${bold(second.registration.pairingCode)}`);
+    const second = await registerMachine({
+      url: minted.url,
+      identity,
+      release: upgrade.to,
+      hostname: "demo-node-2",
+      ...(inventory ? { inventory } : {}),
+      signal,
+    });
+    step(
+      "machine",
+      `registered again on ${upgrade.to}: state ${bold(second.registration.state)}, same join ${second.session.joinId}, pairing code ${bold(second.registration.pairingCode)}`,
+    );
     const session = second.session;
     const sessionFile = join(work, "machine", "session.json");
     writeFileSync(sessionFile, serializeJoinSession(session), { mode: 0o600 });
     detail(`join session saved for stage 2: ${sessionFile}`);
 
     const pending = (await admin.listNodeJoins({ signal })).items.find((j) => j.id === session.joinId)!;
-    step("founder", `operator compares pairing codes: console ${bold(pending.pairingCode)} = machine ${bold(session.pairingCode)} → approve`);
+    step(
+      "founder",
+      `operator compares pairing codes: console ${bold(pending.pairingCode)} = machine ${bold(session.pairingCode)} → approve`,
+    );
     if (pending.pairingCode !== session.pairingCode) throw new Error("pairing codes differ: do not approve");
     const approved = await admin.approveNodeJoin(session.joinId, {}, { signal });
-    step("founder", `approved ${approved.id} as node ${approved.nodeId} (role ${approved.assignment?.role}); state ${approved.state}`);
+    step(
+      "founder",
+      `approved ${approved.id} as node ${approved.nodeId} (role ${approved.assignment?.role}); state ${approved.state}`,
+    );
     describeAssignment(approved);
 
     const delivered = await waitForRegistration(session, identity, {
@@ -150,8 +216,13 @@ async function main(): Promise<void> {
       onChange: (r) => detail(`machine sees state ${r.state}${r.waitReason ? ` (${r.waitReason})` : ""}`),
     });
     const written = await writeDelivery(join(work, "machine", "delivery"), delivered.delivery!);
-    step("machine", `delivery received over the pinned channel: node ${delivered.delivery!.nodeId}, ${Object.keys(written.files).length} files written with mode 0600`);
-    detail(`secrets stay out of logs: ${JSON.stringify(delivered.delivery!.bundle).includes("PRIVATE KEY") ? "LEAKED" : "nodeKey and passwords are not in the printed bundle"}`);
+    step(
+      "machine",
+      `delivery received over the pinned channel: node ${delivered.delivery!.nodeId}, ${Object.keys(written.files).length} files written with mode 0600`,
+    );
+    detail(
+      `secrets stay out of logs: ${JSON.stringify(delivered.delivery!.bundle).includes("PRIVATE KEY") ? "LEAKED" : "nodeKey and passwords are not in the printed bundle"}`,
+    );
 
     const phases: Array<[string, string]> = [
       ["storage", "Preparing storage"],
@@ -161,13 +232,20 @@ async function main(): Promise<void> {
       ["join", "Joining the cluster"],
     ];
     for (const [name, title] of phases) {
-      const view = await reportProgress(session, identity, { steps: [{ name, title, status: "done", at: new Date().toISOString() }], log: [`${title}: done`], signal });
+      const view = await reportProgress(session, identity, {
+        steps: [{ name, title, status: "done", at: new Date().toISOString() }],
+        log: [`${title}: done`],
+        signal,
+      });
       step("machine", `reported step ${name} done → state ${bold(view.state)}`);
     }
     const joined = await waitForRegistration(session, identity, { until: "joined", timeoutMs: 30_000, signal });
     const founderView = await admin.getNodeJoin(session.joinId, { signal });
     const members = await admin.listClusterMembers({ signal });
-    step("founder", `${founderView.hostname} is ${bold(founderView.state)}; members: ${members.items.map((m) => `${m.name} (${m.state})`).join(", ")}; generation ${members.membershipGeneration}`);
+    step(
+      "founder",
+      `${founderView.hostname} is ${bold(founderView.state)}; members: ${members.items.map((m) => `${m.name} (${m.state})`).join(", ")}; generation ${members.membershipGeneration}`,
+    );
     detail(`install log tail: ${founderView.logTail?.slice(-2).join(" | ")}`);
     if (joined.state !== "joined") throw new Error(`ended ${joined.state}`);
     console.log(`\n${bold("joined")}: the machine is a member of the cluster. Cleaning up.`);
@@ -185,7 +263,9 @@ function describeInventory(inventory: Awaited<ReturnType<typeof collectInventory
 
 function describeAssignment(join: NodeJoin): void {
   for (const link of join.assignment?.links ?? []) {
-    detail(`link ${link.name} on ${link.interface}: ${link.purposes?.join("+")} ${link.addresses?.join(", ") ?? ""}${link.addressesAllocated ? " (allocated)" : ""}`);
+    detail(
+      `link ${link.name} on ${link.interface}: ${link.purposes?.join("+")} ${link.addresses?.join(", ") ?? ""}${link.addressesAllocated ? " (allocated)" : ""}`,
+    );
   }
 }
 

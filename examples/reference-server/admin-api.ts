@@ -69,7 +69,11 @@ export function adminRouter(deps: AdminDeps): Router {
   router.add("POST", "/v1/admin/cluster/joins/:joinId/reject", async (ctx) => {
     const who = authorize(store, ctx, "ha:ApproveNodeJoin");
     const raw = await readJson(ctx, deps.bodyBytes);
-    if (raw === undefined) throw new HttpProblem(400, "INVALID_INPUT", { detail: "A rejection needs a reason.", errors: [{ field: "reason", message: "is required" }] });
+    if (raw === undefined)
+      throw new HttpProblem(400, "INVALID_INPUT", {
+        detail: "A rejection needs a reason.",
+        errors: [{ field: "reason", message: "is required" }],
+      });
     const body = parseBody(RejectionSchema, raw);
     const join = cluster.reject(who.name, ctx.params.joinId!, body.reason);
     deps.kickRunner();
@@ -103,7 +107,11 @@ export function adminRouter(deps: AdminDeps): Router {
   router.add("PUT", "/v1/admin/cluster/upgrade", async (ctx) => {
     const who = authorize(store, ctx, "ha:ManageCluster");
     const raw = await readJson(ctx, deps.bodyBytes);
-    if (raw === undefined) throw new HttpProblem(400, "INVALID_INPUT", { detail: "A body is required.", errors: [{ field: "inProgress", message: "is required" }] });
+    if (raw === undefined)
+      throw new HttpProblem(400, "INVALID_INPUT", {
+        detail: "A body is required.",
+        errors: [{ field: "inProgress", message: "is required" }],
+      });
     const state = cluster.setUpgrade(who.name, parseBody(ClusterUpgradeSchema, raw));
     deps.kickRunner();
     sendJson(ctx, 200, state);

@@ -110,7 +110,8 @@ export function copyAssignment(member: MemberRow, inventory: Inventory | null): 
     disks.push({ ...rest, key });
     diskNames[key] = disk.name;
     const data = diskHoldsData(disk);
-    if (data !== undefined && d.role !== "unused") notes.push(`disks[${i}] (${disk.name}): holds data (${data}); set confirm to its key to wipe it`);
+    if (data !== undefined && d.role !== "unused")
+      notes.push(`disks[${i}] (${disk.name}): holds data (${data}); set confirm to its key to wipe it`);
   });
 
   const out: StoredAssignment = { copiedFrom: member.nodeId };
@@ -184,10 +185,14 @@ export function checkApproval(input: ApprovalInput, ctx: ApprovalContext): Appro
     err("role", `${role} nodes are not supported yet (planned for a later release); every joiner is hybrid`);
   } else {
     const controlPlane =
-      ctx.members.filter((m) => m.state !== "leaving" && (m.role === "hybrid" || m.role === "control-plane") && m.nodeId !== join.nodeId).length +
-      ctx.otherJoins.filter((j) => QUEUED_STATES.has(j.state)).length;
+      ctx.members.filter(
+        (m) => m.state !== "leaving" && (m.role === "hybrid" || m.role === "control-plane") && m.nodeId !== join.nodeId,
+      ).length + ctx.otherJoins.filter((j) => QUEUED_STATES.has(j.state)).length;
     if (controlPlane + 1 > MAX_CONTROL_PLANE) {
-      err("role", `the cluster would have ${controlPlane + 1} control-plane nodes (members and approved joins); it takes at most ${MAX_CONTROL_PLANE}`);
+      err(
+        "role",
+        `the cluster would have ${controlPlane + 1} control-plane nodes (members and approved joins); it takes at most ${MAX_CONTROL_PLANE}`,
+      );
     }
   }
   a.role = "hybrid";
@@ -201,7 +206,8 @@ export function checkApproval(input: ApprovalInput, ctx: ApprovalContext): Appro
     for (const ip of assignmentIps(m.assignment)) held.add(ip);
   }
   for (const vip of Object.values(settings.vips)) if (vip) held.add(vip);
-  for (const j of ctx.otherJoins) if (HOLDING_STATES.has(j.state)) for (const ip of assignmentIps(j.assignment)) held.add(ip);
+  for (const j of ctx.otherJoins)
+    if (HOLDING_STATES.has(j.state)) for (const ip of assignmentIps(j.assignment)) held.add(ip);
   const previous = new Set(assignmentIps(join.assignment));
 
   // ---- links ----
@@ -209,7 +215,12 @@ export function checkApproval(input: ApprovalInput, ctx: ApprovalContext): Appro
   for (const purpose of ["storage", "overlay"] as const) {
     const net = nets[purpose];
     const cidr = parseCidr(net.cidr);
-    if (cidr) networks[purpose] = { cidr, ...(net.gateway ? { gateway: net.gateway } : {}), ...(net.mtu ? { mtu: net.mtu } : {}) };
+    if (cidr)
+      networks[purpose] = {
+        cidr,
+        ...(net.gateway ? { gateway: net.gateway } : {}),
+        ...(net.mtu ? { mtu: net.mtu } : {}),
+      };
   }
   const carriedBy = new Map<Purpose, number>();
   const names = new Map<string, number>();
@@ -221,7 +232,10 @@ export function checkApproval(input: ApprovalInput, ctx: ApprovalContext): Appro
     const purposes = (link.purposes ?? []) as Purpose[];
     if (link.kind === "ethernet") {
       if (!nics.has(link.interface)) {
-        err(`${at}.interface`, `this machine has no NIC named ${link.interface} (it has ${[...nics.keys()].join(", ") || "none"})`);
+        err(
+          `${at}.interface`,
+          `this machine has no NIC named ${link.interface} (it has ${[...nics.keys()].join(", ") || "none"})`,
+        );
       } else if (nics.get(link.interface)!.wireless && purposes.some((p) => p !== "mgmt")) {
         err(`${at}.interface`, `${link.interface} is a wireless NIC; it carries no cluster traffic`);
       }
@@ -230,13 +244,18 @@ export function checkApproval(input: ApprovalInput, ctx: ApprovalContext): Appro
       }
     } else if (link.kind === "bond") {
       if (!link.bond) err(`${at}.bond`, "a bond needs its settings (at least mode)");
-      if (nics.has(link.interface)) err(`${at}.interface`, `${link.interface} is a NIC; a bond needs a name of its own`);
+      if (nics.has(link.interface))
+        err(`${at}.interface`, `${link.interface} is a NIC; a bond needs a name of its own`);
       if (!links.some((m) => m.controller === link.name || m.controller === link.interface)) {
-        err(`${at}.interface`, `the bond ${link.interface} has no member links (ethernet links naming it in controller)`);
+        err(
+          `${at}.interface`,
+          `the bond ${link.interface} has no member links (ethernet links naming it in controller)`,
+        );
       }
     } else if (link.kind === "vlan") {
       if (link.parent === undefined) err(`${at}.parent`, "a VLAN needs its parent device");
-      else if (!nics.has(link.parent) && !bondKeys.has(link.parent)) err(`${at}.parent`, `this machine has no NIC or bond named ${link.parent}`);
+      else if (!nics.has(link.parent) && !bondKeys.has(link.parent))
+        err(`${at}.parent`, `this machine has no NIC or bond named ${link.parent}`);
       if (link.vlanId === undefined) err(`${at}.vlanId`, "a VLAN needs its VLAN id");
     }
     if (purposes.includes("oob")) err(`${at}.purposes`, "the oob link is the stage-1 NIC and is not listed");
@@ -263,16 +282,23 @@ export function checkApproval(input: ApprovalInput, ctx: ApprovalContext): Appro
           const ip = bareIp(address);
           const inside = dataPurposes.find((p) => networks[p] && inNetwork(networks[p]!.cidr, ip));
           if (dataPurposes.length > 0 && !inside) {
-            err(`${at}.addresses[${k}]`, `${ip} is in none of the networks this link carries (${dataPurposes.map((p) => `${p} ${nets[p].cidr}`).join(", ")})`);
+            err(
+              `${at}.addresses[${k}]`,
+              `${ip} is in none of the networks this link carries (${dataPurposes.map((p) => `${p} ${nets[p].cidr}`).join(", ")})`,
+            );
             return;
           }
-          if (inside && cidr.prefix !== networks[inside]!.cidr.prefix) err(`${at}.addresses[${k}]`, `the ${inside} network is /${networks[inside]!.cidr.prefix}`);
-          if (inside && (ip === networks[inside]!.gateway || ipv4ToInt(ip) === networks[inside]!.cidr.base)) err(`${at}.addresses[${k}]`, `${ip} is not a host address of the ${inside} network`);
-          else if (held.has(ip)) err(`${at}.addresses[${k}]`, `${ip} is already held by a member, a VIP or another join`);
+          if (inside && cidr.prefix !== networks[inside]!.cidr.prefix)
+            err(`${at}.addresses[${k}]`, `the ${inside} network is /${networks[inside]!.cidr.prefix}`);
+          if (inside && (ip === networks[inside]!.gateway || ipv4ToInt(ip) === networks[inside]!.cidr.base))
+            err(`${at}.addresses[${k}]`, `${ip} is not a host address of the ${inside} network`);
+          else if (held.has(ip))
+            err(`${at}.addresses[${k}]`, `${ip} is already held by a member, a VIP or another join`);
           if (inside) covered.add(inside);
           held.add(ip);
         });
-        for (const p of dataPurposes) if (!covered.has(p)) err(`${at}.addresses`, `no address in the ${p} network ${nets[p].cidr}`);
+        for (const p of dataPurposes)
+          if (!covered.has(p)) err(`${at}.addresses`, `no address in the ${p} network ${nets[p].cidr}`);
       }
       delete link.addressesAllocated;
     } else if (dataPurposes.length > 0 && !isMember) {
@@ -311,7 +337,10 @@ export function checkApproval(input: ApprovalInput, ctx: ApprovalContext): Appro
   const mgmtLink = carriedBy.get("mgmt");
   if (mgmt.interface === undefined && mgmtLink !== undefined) mgmt.interface = links[mgmtLink]!.interface;
   else if (mgmt.interface !== undefined && mgmtLink !== undefined && links[mgmtLink]!.interface !== mgmt.interface) {
-    err(`links[${mgmtLink}].purposes`, `mgmt is on ${mgmt.interface} (mgmt.interface), not on ${links[mgmtLink]!.interface}`);
+    err(
+      `links[${mgmtLink}].purposes`,
+      `mgmt is on ${mgmt.interface} (mgmt.interface), not on ${links[mgmtLink]!.interface}`,
+    );
   }
   const ipsByNic = nicIps(inventory);
   const source = join.sourceAddr ?? "";
@@ -323,13 +352,21 @@ export function checkApproval(input: ApprovalInput, ctx: ApprovalContext): Appro
     } else if (isLoopbackHost(source)) {
       // A joiner on the reference server's own machine registers from loopback: take its first
       // wired NIC with an IPv4 address, the one a real founder would have seen it come from.
-      const nic = (inventory?.nics ?? []).find((n) => !n.wireless && (n.addresses ?? []).some((x) => isIP(bareIp(x)) === 4 && !isLoopbackHost(bareIp(x))));
+      const nic = (inventory?.nics ?? []).find(
+        (n) => !n.wireless && (n.addresses ?? []).some((x) => isIP(bareIp(x)) === 4 && !isLoopbackHost(bareIp(x))),
+      );
       if (nic) {
         mgmt.interface = nic.name;
-        mgmt.address ??= bareIp((nic.addresses ?? []).find((x) => isIP(bareIp(x)) === 4 && !isLoopbackHost(bareIp(x)))!);
+        mgmt.address ??= bareIp(
+          (nic.addresses ?? []).find((x) => isIP(bareIp(x)) === 4 && !isLoopbackHost(bareIp(x)))!,
+        );
       }
     }
-    if (mgmt.interface === undefined) err("mgmt.interface", `no NIC of this machine holds the address it registered from (${source || "unknown"}); name the mgmt interface`);
+    if (mgmt.interface === undefined)
+      err(
+        "mgmt.interface",
+        `no NIC of this machine holds the address it registered from (${source || "unknown"}); name the mgmt interface`,
+      );
   } else if (!deviceExists(mgmt.interface)) {
     err("mgmt.interface", `this machine has no NIC named ${mgmt.interface}`);
   }
@@ -348,7 +385,8 @@ export function checkApproval(input: ApprovalInput, ctx: ApprovalContext): Appro
     } else if (held.has(ip)) {
       err("mgmt.address", `${ip} is already held by a member or a VIP`);
     } else if (mgmt.interface !== undefined && !(ipsByNic.get(mgmt.interface) ?? []).includes(ip)) {
-      if (!isCidr) err("mgmt.address", `${ip} is not on ${mgmt.interface}; give a new address as a CIDR, with a gateway`);
+      if (!isCidr)
+        err("mgmt.address", `${ip} is not on ${mgmt.interface}; give a new address as a CIDR, with a gateway`);
       else if (mgmt.gateway === undefined) err("mgmt.gateway", `a new address on ${mgmt.interface} needs its gateway`);
     }
   }
@@ -364,19 +402,29 @@ export function checkApproval(input: ApprovalInput, ctx: ApprovalContext): Appro
   const disks: DiskAssignment[] = (a.disks ?? []).map((d) => ({ ...d }));
   disks.forEach((d, i) => {
     const at = `disks[${i}]`;
-    const disk = (inventory?.disks ?? []).find((x) => (x.wwn !== undefined && x.wwn !== "" && x.wwn === d.key) || (x.byId ?? []).includes(d.key));
+    const disk = (inventory?.disks ?? []).find(
+      (x) => (x.wwn !== undefined && x.wwn !== "" && x.wwn === d.key) || (x.byId ?? []).includes(d.key),
+    );
     if (!disk) {
-      const byName = (inventory?.disks ?? []).find((x) => x.path === d.key || x.name === d.key || `/dev/${x.name}` === d.key);
-      err(`${at}.key`, byName
-        ? `name ${byName.name} by its WWN or a /dev/disk/by-id path: kernel names change between boots`
-        : "no disk of this machine has this WWN or /dev/disk/by-id path");
+      const byName = (inventory?.disks ?? []).find(
+        (x) => x.path === d.key || x.name === d.key || `/dev/${x.name}` === d.key,
+      );
+      err(
+        `${at}.key`,
+        byName
+          ? `name ${byName.name} by its WWN or a /dev/disk/by-id path: kernel names change between boots`
+          : "no disk of this machine has this WWN or /dev/disk/by-id path",
+      );
       return;
     }
     if (seen.has(disk.name)) err(`${at}.key`, `${disk.name} is already disks[${seen.get(disk.name)}]`);
     seen.set(disk.name, i);
     diskNames[d.key] = disk.name;
     if ((disk.mountpoints ?? []).length > 0) {
-      err(`${at}.key`, `${disk.name} is the system disk (mounted at ${disk.mountpoints!.join(", ")}); stage 1 fixed it`);
+      err(
+        `${at}.key`,
+        `${disk.name} is the system disk (mounted at ${disk.mountpoints!.join(", ")}); stage 1 fixed it`,
+      );
       return;
     }
     if (disk.readOnly) err(`${at}.key`, `${disk.name} is read-only`);
@@ -389,9 +437,12 @@ export function checkApproval(input: ApprovalInput, ctx: ApprovalContext): Appro
     }
     const data = diskHoldsData(disk);
     if (d.role !== "unused" && data !== undefined && d.confirm !== d.key) {
-      err(`${at}.confirm`, d.confirm === undefined || d.confirm === ""
-        ? `${disk.name} holds data (${data}); set confirm to its key to wipe it`
-        : `does not match the disk's key; type ${d.key} to wipe ${disk.name}`);
+      err(
+        `${at}.confirm`,
+        d.confirm === undefined || d.confirm === ""
+          ? `${disk.name} holds data (${data}); set confirm to its key to wipe it`
+          : `does not match the disk's key; type ${d.key} to wipe ${disk.name}`,
+      );
     }
   });
   if (disks.length > 0) {
@@ -409,25 +460,44 @@ export function checkApproval(input: ApprovalInput, ctx: ApprovalContext): Appro
   }
   provider.topology = nets.providerTopology;
   if (provider.vlan !== undefined && provider.vlan !== nets.providerVlan) {
-    err("provider.vlan", nets.providerVlan === undefined ? "the cluster's provider network has no VLAN" : `the cluster's provider VLAN is ${nets.providerVlan}`);
+    err(
+      "provider.vlan",
+      nets.providerVlan === undefined
+        ? "the cluster's provider network has no VLAN"
+        : `the cluster's provider VLAN is ${nets.providerVlan}`,
+    );
   }
   if (nets.providerVlan !== undefined) provider.vlan = nets.providerVlan;
   const uplinkGiven = provider.upstreamInterface !== undefined;
   if (provider.upstreamInterface === undefined) {
     const providerLink = carriedBy.get("provider");
     if (providerLink !== undefined) provider.upstreamInterface = links[providerLink]!.interface;
-    else if (nets.providerUpstreamPurpose === "mgmt" && mgmt.interface !== undefined) provider.upstreamInterface = mgmt.interface;
-    else if (nets.providerUpstreamInterface !== undefined && deviceExists(nets.providerUpstreamInterface)) provider.upstreamInterface = nets.providerUpstreamInterface;
+    else if (nets.providerUpstreamPurpose === "mgmt" && mgmt.interface !== undefined)
+      provider.upstreamInterface = mgmt.interface;
+    else if (nets.providerUpstreamInterface !== undefined && deviceExists(nets.providerUpstreamInterface))
+      provider.upstreamInterface = nets.providerUpstreamInterface;
   }
   if (provider.upstreamInterface === undefined) {
     if (mgmtOk || nets.providerUpstreamPurpose !== "mgmt") {
-      err("provider.upstreamInterface", `no NIC of this machine matches the founder's uplink (${nets.providerUpstreamInterface ?? "none"}); name the uplink`);
+      err(
+        "provider.upstreamInterface",
+        `no NIC of this machine matches the founder's uplink (${nets.providerUpstreamInterface ?? "none"}); name the uplink`,
+      );
     }
   } else if (!deviceExists(provider.upstreamInterface)) {
-    if (uplinkGiven || mgmtOk) err("provider.upstreamInterface", `this machine has no NIC or bond named ${provider.upstreamInterface}`);
+    if (uplinkGiven || mgmtOk)
+      err("provider.upstreamInterface", `this machine has no NIC or bond named ${provider.upstreamInterface}`);
   } else if (nets.providerTopology === "bridged") {
-    const clash = links.findIndex((l) => l.interface === provider.upstreamInterface && (l.purposes ?? []).some((p) => p === "storage" || p === "overlay"));
-    if (clash >= 0) err("provider.upstreamInterface", `a bridged cluster's uplink carries no storage or overlay traffic, and ${provider.upstreamInterface} does (links[${clash}])`);
+    const clash = links.findIndex(
+      (l) =>
+        l.interface === provider.upstreamInterface &&
+        (l.purposes ?? []).some((p) => p === "storage" || p === "overlay"),
+    );
+    if (clash >= 0)
+      err(
+        "provider.upstreamInterface",
+        `a bridged cluster's uplink carries no storage or overlay traffic, and ${provider.upstreamInterface} does (links[${clash}])`,
+      );
   }
   a.provider = provider;
 

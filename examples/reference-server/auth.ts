@@ -33,8 +33,19 @@ export interface Principal {
 const hash = (token: string): string => createHash("sha256").update(token, "utf8").digest("hex");
 
 /** Stores a token (by hash) with its name and permissions. */
-export function putToken(store: Store, options: { id: string; name: string; token: string; permissions: readonly string[] }): void {
-  store.tx(() => store.putToken({ id: options.id, name: options.name, hash: hash(options.token), permissions: [...options.permissions], createdAt: Date.now() }));
+export function putToken(
+  store: Store,
+  options: { id: string; name: string; token: string; permissions: readonly string[] },
+): void {
+  store.tx(() =>
+    store.putToken({
+      id: options.id,
+      name: options.name,
+      hash: hash(options.token),
+      permissions: [...options.permissions],
+      createdAt: Date.now(),
+    }),
+  );
 }
 
 /** Makes a new token with `permissions` and returns it (the only time it is seen). */
@@ -59,17 +70,26 @@ export function authorize(store: Store, ctx: RequestContext, permission: Permiss
   const header = ctx.req.headers.authorization;
   const match = typeof header === "string" ? /^Bearer\s+([A-Za-z0-9._~+/=-]+)\s*$/i.exec(header) : null;
   if (!match) {
-    throw new HttpProblem(401, "UNAUTHORIZED", { detail: "A bearer token is required.", headers: { "WWW-Authenticate": REALM } });
+    throw new HttpProblem(401, "UNAUTHORIZED", {
+      detail: "A bearer token is required.",
+      headers: { "WWW-Authenticate": REALM },
+    });
   }
   const digest = hash(match[1]!);
   const row = store.tokenByHash(digest);
   // The lookup is by hash; the compare is constant-time anyway, for the habit.
   if (!row || !timingSafeEqual(Buffer.from(row.hash, "hex"), Buffer.from(digest, "hex"))) {
-    throw new HttpProblem(401, "UNAUTHORIZED", { detail: "The bearer token is not valid.", headers: { "WWW-Authenticate": `${REALM}, error="invalid_token"` } });
+    throw new HttpProblem(401, "UNAUTHORIZED", {
+      detail: "The bearer token is not valid.",
+      headers: { "WWW-Authenticate": `${REALM}, error="invalid_token"` },
+    });
   }
   const permissions = new Set(row.permissions);
   if (!permissions.has(permission)) {
-    throw new HttpProblem(403, "FORBIDDEN", { detail: `The token lacks the permission ${permission}.`, details: { permission } });
+    throw new HttpProblem(403, "FORBIDDEN", {
+      detail: `The token lacks the permission ${permission}.`,
+      details: { permission },
+    });
   }
   return { name: row.name, permissions };
 }

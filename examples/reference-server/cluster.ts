@@ -15,7 +15,17 @@
  */
 
 import { X509Certificate as NodeX509Certificate } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync, openSync, fsyncSync, closeSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  writeFileSync,
+  openSync,
+  fsyncSync,
+  closeSync,
+} from "node:fs";
 import { join } from "node:path";
 import { generateJoinCode } from "../../src/core/join-code.js";
 import { JoinUrlError, formatEndpoint, formatJoinUrl, parseEndpoint } from "../../src/core/join-url.js";
@@ -24,11 +34,26 @@ import { createClusterCa, issueNodeCertificate, type ClusterCa } from "../../src
 import type { CodeCheck, JoinCodeInfo, MintedJoinCode, NodeJoin, Registration, Step } from "../../src/types.js";
 import { checkApproval } from "./approval.js";
 import { DEFAULT_CLUSTER, type ClusterSettings, type Limits, type Timing } from "./config.js";
-import { buildBundle, buildDelivery, buildNodeYaml, networkBindings, nodeLabels, type ClusterSecrets } from "./delivery.js";
+import {
+  buildBundle,
+  buildDelivery,
+  buildNodeYaml,
+  networkBindings,
+  nodeLabels,
+  type ClusterSecrets,
+} from "./delivery.js";
 import { HttpProblem, invalidInput } from "./http.js";
 import { newClusterId, newCodeId, newJoinId, newNodeId, randomHex } from "./ids.js";
 import type { ApprovalInput, ProgressInput, RegistrationInput } from "./schemas.js";
-import { newJoinRow, Store, type JoinCodeRow, type JoinRow, type JoinState, type MemberRow, type StoredAssignment } from "./store.js";
+import {
+  newJoinRow,
+  Store,
+  type JoinCodeRow,
+  type JoinRow,
+  type JoinState,
+  type MemberRow,
+  type StoredAssignment,
+} from "./store.js";
 import { judgeRelease, mismatchDetail, type ReleaseAvailability } from "./upgrade-rules.js";
 import { codeState, iso, joinCodeView, memberView, nodeJoinView, registrationView, RUNNING_STATES } from "./views.js";
 
@@ -88,7 +113,14 @@ export class Cluster {
   #ca: ClusterCa;
   readonly #serverSetup: string;
 
-  private constructor(store: Store, options: ClusterOptions, stored: StoredCluster, secrets: ClusterSecrets, ca: ClusterCa, serverSetup: string) {
+  private constructor(
+    store: Store,
+    options: ClusterOptions,
+    stored: StoredCluster,
+    secrets: ClusterSecrets,
+    ca: ClusterCa,
+    serverSetup: string,
+  ) {
     this.store = store;
     this.options = options;
     this.clusterId = stored.clusterId;
@@ -125,7 +157,11 @@ export class Cluster {
         caMeta = { stem, fingerprint: ca.fingerprint };
       }
       const caDir = join(options.dataDir, "ca");
-      const ca = caFromFiles(readFileSync(join(caDir, `${caMeta.stem}.pem`), "utf8"), readFileSync(join(caDir, `${caMeta.stem}.key`), "utf8"), caMeta.fingerprint);
+      const ca = caFromFiles(
+        readFileSync(join(caDir, `${caMeta.stem}.pem`), "utf8"),
+        readFileSync(join(caDir, `${caMeta.stem}.key`), "utf8"),
+        caMeta.fingerprint,
+      );
 
       let stored = store.getMeta<StoredCluster>("cluster");
       let secrets = store.getMeta<ClusterSecrets>("secrets");
@@ -167,7 +203,9 @@ export class Cluster {
             diskNames: { [f.disk.key]: f.disk.name },
             provider: {
               topology: settings.networks.providerTopology,
-              ...(settings.networks.providerUpstreamInterface ? { upstreamInterface: settings.networks.providerUpstreamInterface } : {}),
+              ...(settings.networks.providerUpstreamInterface
+                ? { upstreamInterface: settings.networks.providerUpstreamInterface }
+                : {}),
               ...(settings.networks.providerVlan !== undefined ? { vlan: settings.networks.providerVlan } : {}),
             },
           };
@@ -246,9 +284,16 @@ export class Cluster {
    * Mints a join code: a fresh code whose selector no live code has, its OPAQUE record made
    * under the current CA (the only thing stored), audited. The code is in the answer only.
    */
-  async mintCode(actor: string, request: { ttlSeconds?: number | undefined; endpoint?: string | undefined }, defaultEndpoint: string): Promise<MintedJoinCode> {
+  async mintCode(
+    actor: string,
+    request: { ttlSeconds?: number | undefined; endpoint?: string | undefined },
+    defaultEndpoint: string,
+  ): Promise<MintedJoinCode> {
     const ttl = request.ttlSeconds ?? this.options.timing.defaultCodeTtlSeconds;
-    if (ttl > this.options.timing.maxCodeTtlSeconds) throw invalidInput([{ field: "ttlSeconds", message: `at most ${this.options.timing.maxCodeTtlSeconds} seconds` }]);
+    if (ttl > this.options.timing.maxCodeTtlSeconds)
+      throw invalidInput([
+        { field: "ttlSeconds", message: `at most ${this.options.timing.maxCodeTtlSeconds} seconds` },
+      ]);
     let endpoint: ReturnType<typeof parseEndpoint>;
     try {
       endpoint = parseEndpoint(request.endpoint ?? defaultEndpoint);
@@ -266,7 +311,12 @@ export class Cluster {
       if (taken.has(code.selector)) break;
       const id = newCodeId();
       const ca = this.#ca;
-      const record = await createJoinCodeRecord({ serverSetup: this.#serverSetup, codeId: id, code: code.code, caDer: ca.certDer });
+      const record = await createJoinCodeRecord({
+        serverSetup: this.#serverSetup,
+        codeId: id,
+        code: code.code,
+        caDer: ca.certDer,
+      });
       const now = Date.now();
       const row: JoinCodeRow = {
         id,
@@ -286,7 +336,11 @@ export class Cluster {
         // CA may have rotated, while Argon2 ran.
         if (ca !== this.#ca || this.store.liveCodes(now).some((c) => c.selector === code.selector)) return false;
         this.store.insertCode(row);
-        this.store.audit(actor, "cluster.join_code.minted", id, { selector: row.selector, endpoint: row.endpoint, expiresAt: iso(row.expiresAt) });
+        this.store.audit(actor, "cluster.join_code.minted", id, {
+          selector: row.selector,
+          endpoint: row.endpoint,
+          expiresAt: iso(row.expiresAt),
+        });
         return true;
       });
       if (!inserted) continue;
@@ -297,7 +351,9 @@ export class Cluster {
         url: formatJoinUrl({ endpoint: endpoint.endpoint, code: code.code }),
       };
     }
-    throw new HttpProblem(409, "JOIN_STATE_CONFLICT", { detail: "No free selector: too many live join codes. Revoke some first." });
+    throw new HttpProblem(409, "JOIN_STATE_CONFLICT", {
+      detail: "No free selector: too many live join codes. Revoke some first.",
+    });
   }
 
   /** Every join code, newest first. */
@@ -331,7 +387,9 @@ export class Cluster {
     const codes = this.store.codesBySelector(selector);
     const chosen = codes.find((c) => codeState(c, now) === "live") ?? codes[0];
     if (chosen && chosen.caFingerprint !== this.#ca.fingerprint) {
-      throw new HttpProblem(401, "JOIN_CODE_STALE", { detail: "The join code was minted under a cluster CA that has since rotated; mint a new one." });
+      throw new HttpProblem(401, "JOIN_CODE_STALE", {
+        detail: "The join code was minted under a cluster CA that has since rotated; mint a new one.",
+      });
     }
     return chosen;
   }
@@ -346,7 +404,10 @@ export class Cluster {
       if (!code || codeState(code, Date.now()) !== "live") return false;
       if (code.attempts >= this.options.limits.maxAttempts) {
         this.store.revokeCode(codeId, "system:too-many-attempts", Date.now());
-        this.store.audit("system:too-many-attempts", "cluster.join_code.revoked", codeId, { selector: code.selector, attempts: code.attempts });
+        this.store.audit("system:too-many-attempts", "cluster.join_code.revoked", codeId, {
+          selector: code.selector,
+          attempts: code.attempts,
+        });
         return false;
       }
       this.store.setAttempts(codeId, code.attempts + 1);
@@ -367,17 +428,22 @@ export class Cluster {
     const code = this.store.getCode(codeId);
     if (!code) return new HttpProblem(401, "JOIN_CODE_INVALID", { detail: "The join code was not proven." });
     if (code.caFingerprint !== this.#ca.fingerprint) {
-      return new HttpProblem(401, "JOIN_CODE_STALE", { detail: "The join code was minted under a cluster CA that has since rotated; mint a new one." });
+      return new HttpProblem(401, "JOIN_CODE_STALE", {
+        detail: "The join code was minted under a cluster CA that has since rotated; mint a new one.",
+      });
     }
     const state = codeState(code, Date.now());
     if (state === "revoked") {
       const burned = code.revokedBy === "system:too-many-attempts";
       return new HttpProblem(401, "JOIN_CODE_REVOKED", {
-        detail: burned ? "The join code was revoked after too many attempts that did not prove it." : "The join code was revoked.",
+        detail: burned
+          ? "The join code was revoked after too many attempts that did not prove it."
+          : "The join code was revoked.",
         details: { revokedBy: code.revokedBy },
       });
     }
-    if (state === "expired") return new HttpProblem(401, "JOIN_CODE_EXPIRED", { detail: "The join code has expired; mint a new one." });
+    if (state === "expired")
+      return new HttpProblem(401, "JOIN_CODE_EXPIRED", { detail: "The join code has expired; mint a new one." });
     return undefined;
   }
 
@@ -390,7 +456,11 @@ export class Cluster {
     if (verdict.kind === "mismatch") {
       throw new HttpProblem(409, "RELEASE_MISMATCH", {
         detail: mismatchDetail(verdict.reason, release, clusterRelease),
-        details: { clusterRelease, isoPath: this.options.isoPath.replace("{release}", clusterRelease), reason: verdict.reason },
+        details: {
+          clusterRelease,
+          isoPath: this.options.isoPath.replace("{release}", clusterRelease),
+          reason: verdict.reason,
+        },
       });
     }
     return verdict;
@@ -414,7 +484,16 @@ export class Cluster {
    * one is 201, the key's existing one 200 (a `needs-upgrade` one that now runs the cluster's
    * release becomes `pending`). A rejected key is 409; more than `maxWaiting` waiting is 429.
    */
-  register(input: RegistrationInput, proof: { codeId: string; keyFingerprint: string; sourceAddr: string; pairingCode: string; allowNew: () => number | undefined }): { status: 200 | 201; registration: Registration } {
+  register(
+    input: RegistrationInput,
+    proof: {
+      codeId: string;
+      keyFingerprint: string;
+      sourceAddr: string;
+      pairingCode: string;
+      allowNew: () => number | undefined;
+    },
+  ): { status: 200 | 201; registration: Registration } {
     const verdict = this.judge(input.release, input.selfUpgrade === true);
     const now = Date.now();
     const code = this.store.getCode(proof.codeId)!;
@@ -422,12 +501,27 @@ export class Cluster {
     return this.store.tx(() => {
       const existing = this.store.joinByKey(proof.keyFingerprint);
       if (existing && existing.state === "rejected") {
-        throw new HttpProblem(409, "REGISTRATION_REJECTED", { detail: "This machine's registration was rejected.", details: { reason: existing.reason ?? "" } });
+        throw new HttpProblem(409, "REGISTRATION_REJECTED", {
+          detail: "This machine's registration was rejected.",
+          details: { reason: existing.reason ?? "" },
+        });
       }
       if (existing && existing.state !== "expired") {
         if (existing.state === "needs-upgrade") {
           if (verdict.kind === "same") {
-            this.store.patchJoin(existing.id, { state: "pending", release: input.release, upgrade: null, failedStep: null, failedStepTitle: null, failedError: null, expiresAt: Math.max(existing.expiresAt ?? 0, expiresAt) }, now);
+            this.store.patchJoin(
+              existing.id,
+              {
+                state: "pending",
+                release: input.release,
+                upgrade: null,
+                failedStep: null,
+                failedStepTitle: null,
+                failedError: null,
+                expiresAt: Math.max(existing.expiresAt ?? 0, expiresAt),
+              },
+              now,
+            );
             this.store.audit("joiner", "cluster.join.upgraded", existing.id, { release: input.release });
           } else if (JSON.stringify(verdict.upgrade) !== JSON.stringify(existing.upgrade)) {
             this.store.patchJoin(existing.id, { release: input.release, upgrade: verdict.upgrade }, now);
@@ -444,7 +538,10 @@ export class Cluster {
       }
       const retryAfter = proof.allowNew();
       if (retryAfter !== undefined) {
-        throw new HttpProblem(429, "RATE_LIMITED", { detail: "Too many registrations from this address.", headers: { "Retry-After": String(retryAfter) } });
+        throw new HttpProblem(429, "RATE_LIMITED", {
+          detail: "Too many registrations from this address.",
+          headers: { "Retry-After": String(retryAfter) },
+        });
       }
       const row = newJoinRow({
         id: newJoinId(),
@@ -462,7 +559,12 @@ export class Cluster {
         expiresAt,
       });
       this.store.insertJoin(row);
-      this.store.audit("joiner", "cluster.join.registered", row.id, { codeId: row.codeId, keyFingerprint: row.keyFingerprint, state: row.state, sourceAddr: row.sourceAddr });
+      this.store.audit("joiner", "cluster.join.registered", row.id, {
+        codeId: row.codeId,
+        keyFingerprint: row.keyFingerprint,
+        state: row.state,
+        sourceAddr: row.sourceAddr,
+      });
       return { status: 201, registration: this.registration(row) };
     });
   }
@@ -483,7 +585,8 @@ export class Cluster {
 
   /** What an approved join waits for. */
   waitReason(join: JoinRow): string {
-    if (this.upgradeState().inProgress) return "waiting for the cluster upgrade to finish: joins run only on a green cluster";
+    if (this.upgradeState().inProgress)
+      return "waiting for the cluster upgrade to finish: joins run only on a green cluster";
     const running = this.store.joinsInState("delivering", "installing")[0];
     if (running && running.id !== join.id) return `waiting for ${running.id} to finish: one join runs at a time`;
     const ahead = this.#queue().findIndex((j) => j.id === join.id);
@@ -491,7 +594,9 @@ export class Cluster {
   }
 
   #queue(): JoinRow[] {
-    return this.store.joinsInState("approved").sort((a, b) => (a.approvedAt ?? 0) - (b.approvedAt ?? 0) || a.createdAt - b.createdAt);
+    return this.store
+      .joinsInState("approved")
+      .sort((a, b) => (a.approvedAt ?? 0) - (b.approvedAt ?? 0) || a.createdAt - b.createdAt);
   }
 
   /**
@@ -500,12 +605,17 @@ export class Cluster {
    */
   progress(join: JoinRow, report: ProgressInput): Registration {
     if (join.state !== "needs-upgrade" && !RUNNING_STATES.has(join.state)) {
-      throw new HttpProblem(409, "JOIN_STATE_CONFLICT", { detail: `The join is ${join.state}; it takes no progress reports.` });
+      throw new HttpProblem(409, "JOIN_STATE_CONFLICT", {
+        detail: `The join is ${join.state}; it takes no progress reports.`,
+      });
     }
     const now = Date.now();
     this.store.tx(() => {
       const current = this.store.getJoin(join.id)!;
-      if (current.state !== join.state) throw new HttpProblem(409, "JOIN_STATE_CONFLICT", { detail: `The join is ${current.state}; it takes no progress reports.` });
+      if (current.state !== join.state)
+        throw new HttpProblem(409, "JOIN_STATE_CONFLICT", {
+          detail: `The join is ${current.state}; it takes no progress reports.`,
+        });
       const steps: Step[] = [...current.steps];
       for (const step of report.steps ?? []) {
         const i = steps.findIndex((s) => s.name === step.name);
@@ -514,11 +624,22 @@ export class Cluster {
       }
       this.store.appendLog(join.id, report.log ?? [], this.options.limits.logLines);
       const running = [...steps].reverse().find((s) => s.status === "running");
-      const patch: Partial<JoinRow> = { steps, lastSeenAt: now, currentStep: running?.name ?? steps[steps.length - 1]?.name ?? null };
+      const patch: Partial<JoinRow> = {
+        steps,
+        lastSeenAt: now,
+        currentStep: running?.name ?? steps[steps.length - 1]?.name ?? null,
+      };
       const failed = (report.steps ?? []).find((s) => s.status === "failed");
       if (current.state === "needs-upgrade") {
-        const upgradeFailure = (report.steps ?? []).filter((s) => s.status === "failed" && (s.name === "upgrade" || s.name.startsWith("upgrade/"))).pop();
-        if (upgradeFailure) Object.assign(patch, { failedStep: upgradeFailure.name, failedStepTitle: upgradeFailure.title, failedError: upgradeFailure.message ?? "failed" });
+        const upgradeFailure = (report.steps ?? [])
+          .filter((s) => s.status === "failed" && (s.name === "upgrade" || s.name.startsWith("upgrade/")))
+          .pop();
+        if (upgradeFailure)
+          Object.assign(patch, {
+            failedStep: upgradeFailure.name,
+            failedStepTitle: upgradeFailure.title,
+            failedError: upgradeFailure.message ?? "failed",
+          });
         this.store.patchJoin(join.id, patch, now);
         return;
       }
@@ -526,14 +647,20 @@ export class Cluster {
       if (state !== current.state) this.store.audit("joiner", "cluster.join.installing", join.id, {});
       if (failed) {
         state = "failed";
-        Object.assign(patch, { failedStep: failed.name, failedStepTitle: failed.title, failedError: failed.message ?? "failed", delivery: null });
+        Object.assign(patch, {
+          failedStep: failed.name,
+          failedStepTitle: failed.title,
+          failedError: failed.message ?? "failed",
+          delivery: null,
+        });
         if (current.nodeId) this.store.deleteMember(current.nodeId);
         this.store.audit("joiner", "cluster.join.failed", join.id, { failedStep: failed.name });
       } else if ((report.steps ?? []).some((s) => s.name === "join" && s.status === "done")) {
         state = "joined";
         patch.delivery = null;
         const member = current.nodeId ? this.store.getMember(current.nodeId) : undefined;
-        if (member) this.store.putMember({ ...member, state: "active", appliedGeneration: this.generation(), joinedAt: now });
+        if (member)
+          this.store.putMember({ ...member, state: "active", appliedGeneration: this.generation(), joinedAt: now });
         this.store.audit("joiner", "cluster.join.joined", join.id, { nodeId: current.nodeId });
       }
       patch.state = state;
@@ -547,7 +674,13 @@ export class Cluster {
   /** Every registration as the admin sees it, newest first. */
   listJoins(): NodeJoin[] {
     const now = Date.now();
-    return this.store.listJoins().map((j) => nodeJoinView(j, { now, stallAfterMs: this.options.timing.stallAfterMs, waitReason: j.state === "approved" ? this.waitReason(j) : undefined }));
+    return this.store.listJoins().map((j) =>
+      nodeJoinView(j, {
+        now,
+        stallAfterMs: this.options.timing.stallAfterMs,
+        waitReason: j.state === "approved" ? this.waitReason(j) : undefined,
+      }),
+    );
   }
 
   /** One registration with its log tail; 404 when unknown. */
@@ -568,10 +701,15 @@ export class Cluster {
       const join = this.store.getJoin(joinId);
       if (!join) throw new HttpProblem(404, "NOT_FOUND", { detail: `No join ${joinId}.` });
       if (join.state === "needs-upgrade") {
-        throw new HttpProblem(409, "JOIN_STATE_CONFLICT", { detail: "The machine is upgrading itself to the cluster's release; it can be approved once it registers again as pending." });
+        throw new HttpProblem(409, "JOIN_STATE_CONFLICT", {
+          detail:
+            "The machine is upgrading itself to the cluster's release; it can be approved once it registers again as pending.",
+        });
       }
       if (join.state !== "pending" && join.state !== "failed") {
-        throw new HttpProblem(409, "JOIN_STATE_CONFLICT", { detail: `The join is ${join.state}; only a pending or failed join can be approved.` });
+        throw new HttpProblem(409, "JOIN_STATE_CONFLICT", {
+          detail: `The join is ${join.state}; only a pending or failed join can be approved.`,
+        });
       }
       const outcome = checkApproval(input, {
         join,
@@ -579,16 +717,35 @@ export class Cluster {
         members: this.store.listMembers(),
         otherJoins: this.store.listJoins().filter((j) => j.id !== joinId),
       });
-      if (!outcome.ok) throw new HttpProblem(409, "JOIN_APPROVAL_REFUSED", { detail: "The assignment does not fit the machine or the cluster.", errors: outcome.errors });
+      if (!outcome.ok)
+        throw new HttpProblem(409, "JOIN_APPROVAL_REFUSED", {
+          detail: "The assignment does not fit the machine or the cluster.",
+          errors: outcome.errors,
+        });
       const nodeId = join.nodeId ?? newNodeId();
       this.store.patchJoin(joinId, this.#requeue(actor, { assignment: outcome.assignment, nodeId }));
-      this.store.audit(actor, "cluster.join.approved", joinId, { nodeId, ...(outcome.assignment.copiedFrom ? { copiedFrom: outcome.assignment.copiedFrom } : {}) });
+      this.store.audit(actor, "cluster.join.approved", joinId, {
+        nodeId,
+        ...(outcome.assignment.copiedFrom ? { copiedFrom: outcome.assignment.copiedFrom } : {}),
+      });
     });
     return this.getJoin(joinId);
   }
 
   #requeue(actor: string, extra: Partial<JoinRow>): Partial<JoinRow> {
-    return { ...extra, state: "approved", approvedBy: actor, approvedAt: Date.now(), failedStep: null, failedStepTitle: null, failedError: null, steps: [], currentStep: null, deliveredAt: null, delivery: null };
+    return {
+      ...extra,
+      state: "approved",
+      approvedBy: actor,
+      approvedAt: Date.now(),
+      failedStep: null,
+      failedStepTitle: null,
+      failedError: null,
+      steps: [],
+      currentStep: null,
+      deliveredAt: null,
+      delivery: null,
+    };
   }
 
   /** Rejects a join that has not started delivering; its key is refused from then on. */
@@ -597,7 +754,9 @@ export class Cluster {
       const join = this.store.getJoin(joinId);
       if (!join) throw new HttpProblem(404, "NOT_FOUND", { detail: `No join ${joinId}.` });
       if (!["needs-upgrade", "pending", "approved"].includes(join.state)) {
-        throw new HttpProblem(409, "JOIN_STATE_CONFLICT", { detail: `The join is ${join.state}; only a join that has not started delivering can be rejected.` });
+        throw new HttpProblem(409, "JOIN_STATE_CONFLICT", {
+          detail: `The join is ${join.state}; only a join that has not started delivering can be rejected.`,
+        });
       }
       const now = Date.now();
       this.store.patchJoin(joinId, { state: "rejected", rejectedBy: actor, rejectedAt: now, reason }, now);
@@ -611,7 +770,10 @@ export class Cluster {
     this.store.tx(() => {
       const join = this.store.getJoin(joinId);
       if (!join) throw new HttpProblem(404, "NOT_FOUND", { detail: `No join ${joinId}.` });
-      if (join.state !== "failed") throw new HttpProblem(409, "JOIN_STATE_CONFLICT", { detail: `The join is ${join.state}; only a failed join can be retried.` });
+      if (join.state !== "failed")
+        throw new HttpProblem(409, "JOIN_STATE_CONFLICT", {
+          detail: `The join is ${join.state}; only a failed join can be retried.`,
+        });
       this.store.patchJoin(joinId, this.#requeue(actor, {}));
       this.store.audit(actor, "cluster.join.retried", joinId, {});
     });
@@ -656,7 +818,13 @@ export class Cluster {
     return this.store.tx(() => {
       const join = this.store.getJoin(next.id);
       // Rejected, or another join started, while the leaf was being issued; or the CA rotated.
-      if (!join || join.state !== "approved" || ca !== this.#ca || this.store.joinsInState("delivering", "installing").length > 0) return undefined;
+      if (
+        !join ||
+        join.state !== "approved" ||
+        ca !== this.#ca ||
+        this.store.joinsInState("delivering", "installing").length > 0
+      )
+        return undefined;
       const generation = this.generation() + 1;
       this.store.setMeta("generation", generation);
       this.store.putMember({
@@ -688,7 +856,11 @@ export class Cluster {
       });
       const nodeYaml = buildNodeYaml({ nodeId, clusterId: this.clusterId, assignment, settings: this.settings });
       const now = Date.now();
-      this.store.patchJoin(join.id, { state: "delivering", deliveredAt: now, lastSeenAt: null, delivery: buildDelivery(nodeId, nodeYaml, bundle) }, now);
+      this.store.patchJoin(
+        join.id,
+        { state: "delivering", deliveredAt: now, lastSeenAt: null, delivery: buildDelivery(nodeId, nodeYaml, bundle) },
+        now,
+      );
       this.store.audit("system", "cluster.join.delivering", join.id, { nodeId, membershipGeneration: generation });
       return join.id;
     });
@@ -718,7 +890,10 @@ export class Cluster {
       const live = this.store.liveCodes(now);
       for (const code of live) this.store.revokeCode(code.id, "system:ca-rotation", now);
       this.store.setMeta("ca", { stem, fingerprint: ca.fingerprint });
-      this.store.audit(actor, "cluster.ca.rotated", "cluster", { caFingerprint: ca.fingerprint, revokedCodes: live.length });
+      this.store.audit(actor, "cluster.ca.rotated", "cluster", {
+        caFingerprint: ca.fingerprint,
+        revokedCodes: live.length,
+      });
       return live.length;
     });
     this.#ca = ca;

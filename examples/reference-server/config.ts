@@ -94,7 +94,15 @@ export interface ClusterSettings {
   dnsUpstreamServers: string[];
   adminEmail: string;
   ntpServers: string[];
-  vips: { api?: string; postgres?: string; openbao?: string; ovnNb?: string; ovnSb?: string; vmselect?: string; providerGw?: string };
+  vips: {
+    api?: string;
+    postgres?: string;
+    openbao?: string;
+    ovnNb?: string;
+    ovnSb?: string;
+    vmselect?: string;
+    providerGw?: string;
+  };
   networks: ClusterNetworks;
   founder: FounderSettings;
 }

@@ -22,7 +22,10 @@ export interface ClusterSecrets {
 }
 
 /** The storage and overlay bindings of an assignment: which address on which interface. */
-export function networkBindings(assignment: StoredAssignment, settings: ClusterSettings): Record<string, { ip: string; interface?: string }> {
+export function networkBindings(
+  assignment: StoredAssignment,
+  settings: ClusterSettings,
+): Record<string, { ip: string; interface?: string }> {
   const out: Record<string, { ip: string; interface?: string }> = {};
   for (const purpose of ["storage", "overlay"] as const) {
     const cidr = parseCidr(settings.networks[purpose].cidr);
@@ -53,7 +56,12 @@ export function clusterNode(member: MemberRow): ClusterNode {
 }
 
 /** node.yaml for the joiner: its identity, network connections, disks and the cluster it joins. */
-export function buildNodeYaml(options: { nodeId: string; clusterId: string; assignment: StoredAssignment; settings: ClusterSettings }): string {
+export function buildNodeYaml(options: {
+  nodeId: string;
+  clusterId: string;
+  assignment: StoredAssignment;
+  settings: ClusterSettings;
+}): string {
   const { assignment: a, settings } = options;
   const doc = {
     node: {
@@ -78,7 +86,16 @@ export function buildNodeYaml(options: { nodeId: string; clusterId: string; assi
         ...(l.parent ? { parent: l.parent } : {}),
         ...(l.vlanId ? { vlan_id: l.vlanId } : {}),
         ...(l.controller ? { controller: l.controller } : {}),
-        ...(l.bond ? { bond: { mode: l.bond.mode, ...(l.bond.xmitHashPolicy ? { xmit_hash_policy: l.bond.xmitHashPolicy } : {}), ...(l.bond.miimonMs !== undefined ? { miimon_ms: l.bond.miimonMs } : {}), ...(l.bond.lacpRate ? { lacp_rate: l.bond.lacpRate } : {}) } } : {}),
+        ...(l.bond
+          ? {
+              bond: {
+                mode: l.bond.mode,
+                ...(l.bond.xmitHashPolicy ? { xmit_hash_policy: l.bond.xmitHashPolicy } : {}),
+                ...(l.bond.miimonMs !== undefined ? { miimon_ms: l.bond.miimonMs } : {}),
+                ...(l.bond.lacpRate ? { lacp_rate: l.bond.lacpRate } : {}),
+              },
+            }
+          : {}),
         ...(l.addresses ? { addresses: l.addresses } : {}),
         ...(l.mtu ? { mtu: l.mtu } : {}),
         purposes: l.purposes ?? [],

@@ -132,7 +132,10 @@ export class Router {
   }
 
   /** The handler and parameters for a request, the methods allowed on a known path, or nothing. */
-  match(method: string, pathname: string): { handler: Handler; params: Record<string, string> } | { allowed: string[] } | undefined {
+  match(
+    method: string,
+    pathname: string,
+  ): { handler: Handler; params: Record<string, string> } | { allowed: string[] } | undefined {
     const parts = pathname.split("/").slice(1);
     const allowed: string[] = [];
     for (const route of this.#routes) {
@@ -180,7 +183,12 @@ function matchSegments(pattern: string[], parts: string[]): Record<string, strin
 }
 
 /** Writes a JSON answer. Every answer is `no-store`: some carry secrets shown once. */
-export function sendJson(ctx: RequestContext, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(
+  ctx: RequestContext,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = JSON.stringify(body);
   ctx.res.writeHead(status, {
     ...headers,
@@ -232,7 +240,10 @@ export async function readJson(ctx: RequestContext, maxBytes: number): Promise<u
   const declared = Number(ctx.req.headers["content-length"] ?? NaN);
   const tooLarge = (): HttpProblem => {
     ctx.closeConnection = true;
-    return invalidInput([{ field: "", message: `the body is larger than ${maxBytes} bytes` }], "The request body is too large.");
+    return invalidInput(
+      [{ field: "", message: `the body is larger than ${maxBytes} bytes` }],
+      "The request body is too large.",
+    );
   };
   if (Number.isFinite(declared) && declared > maxBytes) {
     ctx.req.resume(); // drain without keeping it, so the answer can be read by the client
@@ -331,7 +342,9 @@ export function createRequestHandler(options: HandlerOptions): (req: IncomingMes
       const ms = Math.round(performance.now() - started);
       const peer = req.socket.remoteAddress ?? "-";
       // The path only: ids are public, and no route puts a secret in its path; the query is dropped.
-      options.log(`${new Date().toISOString()} ${requestId} ${options.name} ${peer} ${req.method} ${url.pathname} ${res.writableFinished ? res.statusCode : `${res.statusCode}!`} ${ms}ms`);
+      options.log(
+        `${new Date().toISOString()} ${requestId} ${options.name} ${peer} ${req.method} ${url.pathname} ${res.writableFinished ? res.statusCode : `${res.statusCode}!`} ${ms}ms`,
+      );
     });
     void (async () => {
       try {

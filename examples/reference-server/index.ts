@@ -5,5 +5,13 @@
  */
 
 export { startReferenceServer, type ReferenceServer } from "./server.js";
-export { DEFAULT_CLUSTER, DEFAULT_LIMITS, DEFAULT_TIMING, type ClusterSettings, type Limits, type ReferenceServerConfig, type Timing } from "./config.js";
+export {
+  DEFAULT_CLUSTER,
+  DEFAULT_LIMITS,
+  DEFAULT_TIMING,
+  type ClusterSettings,
+  type Limits,
+  type ReferenceServerConfig,
+  type Timing,
+} from "./config.js";
 export { PERMISSIONS, type Permission } from "./auth.js";

@@ -20,13 +20,36 @@ import { createServer, type Server } from "node:https";
 import type { AddressInfo, Socket } from "node:net";
 import type { TLSSocket } from "node:tls";
 import { createHash } from "node:crypto";
-import { bindingTranscript, derivePairingCode, deriveBindingKeys, formatPairingCode, serverBinding, verifyBinding, type BindingKeys } from "../../src/core/pairing.js";
+import {
+  bindingTranscript,
+  derivePairingCode,
+  deriveBindingKeys,
+  formatPairingCode,
+  serverBinding,
+  verifyBinding,
+  type BindingKeys,
+} from "../../src/core/pairing.js";
 import { finishServerLogin, startServerLogin } from "../../src/node/opaque.js";
-import { disableSessionTickets, peerKeyFingerprint, tlsExporter, tlsServerOptions } from "../../src/node/pinned-connection.js";
+import {
+  disableSessionTickets,
+  peerKeyFingerprint,
+  tlsExporter,
+  tlsServerOptions,
+} from "../../src/node/pinned-connection.js";
 import { issueListenerCertificate, type IssuedCertificate } from "../../src/node/pki.js";
 import type { Cluster } from "./cluster.js";
 import type { Limits, Timing } from "./config.js";
-import { HttpProblem, Router, createRequestHandler, invalidInput, parseBody, readJson, sendJson, type Logger, type RequestContext } from "./http.js";
+import {
+  HttpProblem,
+  Router,
+  createRequestHandler,
+  invalidInput,
+  parseBody,
+  readJson,
+  sendJson,
+  type Logger,
+  type RequestContext,
+} from "./http.js";
 import { newPakeSession, randomSymbols } from "./ids.js";
 import { ServedFiles, resolveReleasePath, sendReleaseFile } from "./release-serving.js";
 import { CodeCheckRequestSchema, PakeStartSchema, ProgressReportSchema, RegistrationRequestSchema } from "./schemas.js";
@@ -131,7 +154,12 @@ export class JoinListener {
   constructor(options: JoinListenerOptions) {
     this.#o = options;
     this.#port = options.port;
-    this.#handler = createRequestHandler({ name: "join", router: this.#routes(), log: options.log, before: (ctx) => void this.#clientKey(ctx) });
+    this.#handler = createRequestHandler({
+      name: "join",
+      router: this.#routes(),
+      log: options.log,
+      before: (ctx) => void this.#clientKey(ctx),
+    });
   }
 
   /** The listener's port (the bound one once it has been open; port 0 until then). */
@@ -157,7 +185,11 @@ export class JoinListener {
   }
 
   #tlsOptions(): ReturnType<typeof tlsServerOptions> {
-    return tlsServerOptions({ certPem: this.#leaf!.certPem, keyPem: this.#leaf!.keyPem!, caPem: this.#o.cluster.ca.certPem });
+    return tlsServerOptions({
+      certPem: this.#leaf!.certPem,
+      keyPem: this.#leaf!.keyPem!,
+      caPem: this.#o.cluster.ca.certPem,
+    });
   }
 
   /**
@@ -222,7 +254,9 @@ export class JoinListener {
         // meanwhile. Wait a little; a port that was picked freely (0) may be picked again.
         if ((error as NodeJS.ErrnoException).code !== "EADDRINUSE" || attempt >= 20) {
           if (this.#o.port === 0 && this.#port !== 0) {
-            this.#o.log(`${new Date().toISOString()} join listener port ${this.#port} was taken meanwhile; listening on a new port`);
+            this.#o.log(
+              `${new Date().toISOString()} join listener port ${this.#port} was taken meanwhile; listening on a new port`,
+            );
             this.#port = 0;
             continue;
           }
@@ -283,7 +317,9 @@ export class JoinListener {
   #clientKey(ctx: RequestContext): string {
     const key = peerKeyFingerprint(ctx.req.socket as TLSSocket);
     if (key === undefined) {
-      throw new HttpProblem(401, "UNAUTHORIZED", { detail: "The join listener needs a TLS client certificate: its key is the machine's identity." });
+      throw new HttpProblem(401, "UNAUTHORIZED", {
+        detail: "The join listener needs a TLS client certificate: its key is the machine's identity.",
+      });
     }
     return key;
   }
@@ -299,8 +335,17 @@ export class JoinListener {
 
   #limitCalls(ctx: RequestContext): void {
     const { limits } = this.#o;
-    const retry = this.#limiter.hit(peerAddress(ctx.req.socket), "call", limits.perAddressCalls, limits.perAddressWindowSeconds * 1000);
-    if (retry !== undefined) throw new HttpProblem(429, "RATE_LIMITED", { detail: "Too many calls from this address.", headers: { "Retry-After": String(retry) } });
+    const retry = this.#limiter.hit(
+      peerAddress(ctx.req.socket),
+      "call",
+      limits.perAddressCalls,
+      limits.perAddressWindowSeconds * 1000,
+    );
+    if (retry !== undefined)
+      throw new HttpProblem(429, "RATE_LIMITED", {
+        detail: "Too many calls from this address.",
+        headers: { "Retry-After": String(retry) },
+      });
   }
 
   async #requiredBody(ctx: RequestContext, maxBytes = this.#o.limits.bodyBytes): Promise<unknown> {
@@ -316,18 +361,27 @@ export class JoinListener {
    * server's `Join-Binding` on the answer, and refuses a code that no longer works (401 with
    * the reason) or an upgrade in progress (503).
    */
-  async #prove(ctx: RequestContext, pake: { session: string; ke3: string }): Promise<{ codeId: string; keys: BindingKeys; keyFingerprint: string }> {
+  async #prove(
+    ctx: RequestContext,
+    pake: { session: string; ke3: string },
+  ): Promise<{ codeId: string; keys: BindingKeys; keyFingerprint: string }> {
     const keyFingerprint = this.#clientKey(ctx);
     const socket = ctx.req.socket as TLSSocket;
     const session = this.#sessions.get(pake.session);
     const restart = (): HttpProblem =>
-      new HttpProblem(409, "JOIN_PAKE_RESTART", { detail: "No waiting PAKE exchange of this key on this connection; start again with POST /v1/join/pake." });
+      new HttpProblem(409, "JOIN_PAKE_RESTART", {
+        detail: "No waiting PAKE exchange of this key on this connection; start again with POST /v1/join/pake.",
+      });
     // A session presented from another connection or key is refused but not consumed, so a
     // stranger who learnt a session id cannot cancel the owner's exchange.
-    if (!session || session.socketId !== this.#socketId(socket) || session.keyFingerprint !== keyFingerprint) throw restart();
+    if (!session || session.socketId !== this.#socketId(socket) || session.keyFingerprint !== keyFingerprint)
+      throw restart();
     this.#sessions.delete(session.id);
     if (session.expiresAt <= Date.now()) throw restart();
-    const notProven = (): HttpProblem => new HttpProblem(401, "JOIN_CODE_INVALID", { detail: "The join code was not proven: mistyped, or not this cluster's." });
+    const notProven = (): HttpProblem =>
+      new HttpProblem(401, "JOIN_CODE_INVALID", {
+        detail: "The join code was not proven: mistyped, or not this cluster's.",
+      });
     if (session.codeId === null) throw notProven();
     const sessionKey = await finishServerLogin({ state: session.serverState, ke3: pake.ke3, caDer: session.caDer });
     if (!sessionKey) throw notProven();
@@ -386,7 +440,10 @@ export class JoinListener {
       this.prune();
       // Sessions live in memory until used or expired; a flood of KE1s must not grow it forever.
       if (this.#sessions.size >= MAX_SESSIONS) {
-        throw new HttpProblem(429, "RATE_LIMITED", { detail: "Too many exchanges waiting; try again shortly.", headers: { "Retry-After": "5" } });
+        throw new HttpProblem(429, "RATE_LIMITED", {
+          detail: "Too many exchanges waiting; try again shortly.",
+          headers: { "Retry-After": "5" },
+        });
       }
       const code = cluster.codeForPake(body.selector);
       const ca = cluster.ca;
@@ -405,7 +462,8 @@ export class JoinListener {
         throw invalidInput([{ field: "ke1", message: "is not an OPAQUE KE1 message" }]);
       }
       // Counted only once the KE1 is known to be well formed: garbage costs the code nothing.
-      const counted = code !== undefined && codeState(code, Date.now()) === "live" ? cluster.countAttempt(code.id) : false;
+      const counted =
+        code !== undefined && codeState(code, Date.now()) === "live" ? cluster.countAttempt(code.id) : false;
       const id = newPakeSession();
       const expiresAt = Date.now() + o.timing.pakeSessionMs;
       this.#sessions.set(id, {
@@ -421,7 +479,12 @@ export class JoinListener {
         caFingerprint: ca.fingerprint,
         expiresAt,
       });
-      sendJson(ctx, 200, { session: id, ke2: login.ke2, caCertificate: ca.certPem, expiresAt: new Date(expiresAt).toISOString() });
+      sendJson(ctx, 200, {
+        session: id,
+        ke2: login.ke2,
+        caCertificate: ca.certPem,
+        expiresAt: new Date(expiresAt).toISOString(),
+      });
     });
 
     router.add("POST", "/v1/join/code-checks", async (ctx) => {
@@ -444,7 +507,13 @@ export class JoinListener {
         keyFingerprint: proof.keyFingerprint,
         sourceAddr: address,
         pairingCode,
-        allowNew: () => this.#limiter.hit(address, "registration", o.limits.perAddressRegistrations, o.limits.perAddressWindowSeconds * 1000),
+        allowNew: () =>
+          this.#limiter.hit(
+            address,
+            "registration",
+            o.limits.perAddressRegistrations,
+            o.limits.perAddressWindowSeconds * 1000,
+          ),
       });
       sendJson(ctx, status, registration);
     });
@@ -456,16 +525,22 @@ export class JoinListener {
       const raw = ctx.url.searchParams.get("waitSeconds");
       let waitSeconds = 0;
       if (raw !== null) {
-        if (!/^\d{1,2}$/.test(raw) || Number(raw) > 30) throw invalidInput([{ field: "waitSeconds", message: "must be an integer from 0 to 30" }]);
+        if (!/^\d{1,2}$/.test(raw) || Number(raw) > 30)
+          throw invalidInput([{ field: "waitSeconds", message: "must be an integer from 0 to 30" }]);
         waitSeconds = Number(raw);
       }
       // Being polled is being heard from: a waiting joiner is not silent.
       const now = Date.now();
-      if (join.lastSeenAt === null || now - join.lastSeenAt > 10_000) cluster.store.tx(() => cluster.store.patchJoin(joinId, { lastSeenAt: now }, join.updatedAt));
+      if (join.lastSeenAt === null || now - join.lastSeenAt > 10_000)
+        cluster.store.tx(() => cluster.store.patchJoin(joinId, { lastSeenAt: now }, join.updatedAt));
       const etag = viewEtag(cluster.registration(join));
       const ifNoneMatch = ctx.req.headers["if-none-match"];
       if (waitSeconds > 0 && ifNoneMatch === etag) {
-        await this.#waitForChange(ctx, waitSeconds * 1000, () => viewEtag(cluster.registration(cluster.store.getJoin(joinId)!)) !== etag);
+        await this.#waitForChange(
+          ctx,
+          waitSeconds * 1000,
+          () => viewEtag(cluster.registration(cluster.store.getJoin(joinId)!)) !== etag,
+        );
       }
       if (ctx.res.destroyed) return;
       join = cluster.store.getJoin(joinId)!;
@@ -492,13 +567,19 @@ export class JoinListener {
       const key = this.#clientKey(ctx);
       const join = cluster.ownedJoin(ctx.params.joinId!, key);
       if (join.state !== "needs-upgrade") {
-        throw new HttpProblem(409, "JOIN_STATE_CONFLICT", { detail: `The join is ${join.state}; the release is served only while it upgrades itself.` });
+        throw new HttpProblem(409, "JOIN_STATE_CONFLICT", {
+          detail: `The join is ${join.state}; the release is served only while it upgrades itself.`,
+        });
       }
-      if (!join.upgrade?.served || !o.releaseDir) throw new HttpProblem(404, "NOT_FOUND", { detail: "The founder serves no release to this registration." });
+      if (!join.upgrade?.served || !o.releaseDir)
+        throw new HttpProblem(404, "NOT_FOUND", { detail: "The founder serves no release to this registration." });
       cluster.assertNotUpgrading();
       const file = resolveReleasePath(joinPath(o.releaseDir, o.clusterRelease), ctx.params.path!);
       if (!this.#served.acquire(join.id, o.limits.releaseFilesAtOnce)) {
-        throw new HttpProblem(503, "RELEASE_BUSY", { detail: `At most ${o.limits.releaseFilesAtOnce} files at once; retry.`, headers: { "Retry-After": "1" } });
+        throw new HttpProblem(503, "RELEASE_BUSY", {
+          detail: `At most ${o.limits.releaseFilesAtOnce} files at once; retry.`,
+          headers: { "Retry-After": "1" },
+        });
       }
       sendReleaseFile(ctx, file, () => this.#served.release(join.id));
     });

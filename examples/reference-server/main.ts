@@ -63,7 +63,11 @@ function positiveInt(name: string, value: string | undefined): number | undefine
 
 async function main(): Promise<void> {
   const env = settings();
-  const list = (v: string | undefined): string[] | undefined => v?.split(",").map((s) => s.trim()).filter(Boolean);
+  const list = (v: string | undefined): string[] | undefined =>
+    v
+      ?.split(",")
+      .map((s) => s.trim())
+      .filter(Boolean);
   const limits: Partial<Limits> = {};
   const calls = positiveInt("STRATUM_RATE_CALLS", env.STRATUM_RATE_CALLS);
   const registrations = positiveInt("STRATUM_RATE_REGISTRATIONS", env.STRATUM_RATE_REGISTRATIONS);
@@ -88,10 +92,14 @@ async function main(): Promise<void> {
   });
 
   const out = (line: string): void => void process.stdout.write(`${line}\n`);
-  out(`stratum reference server: cluster ${server.cluster.clusterId}, release ${server.cluster.options.clusterRelease}`);
+  out(
+    `stratum reference server: cluster ${server.cluster.clusterId}, release ${server.cluster.options.clusterRelease}`,
+  );
   out(`  data directory  ${server.dataDir}`);
   out(`  admin API       ${server.adminUrl}`);
-  out(`  join listener   ${server.joinEndpoint} (${server.joinListenerOpen ? "open" : "closed until a join code is minted"})`);
+  out(
+    `  join listener   ${server.joinEndpoint} (${server.joinListenerOpen ? "open" : "closed until a join code is minted"})`,
+  );
   out(`  cluster CA      ${server.caFingerprint}`);
   if (server.adminTokenCreated) {
     // Printed once, on the start that made it; it is also in the 0600 file for later.

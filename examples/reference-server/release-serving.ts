@@ -20,9 +20,13 @@ const SERVED_ROOTS = new Set(["payload", "os", "sysext"]);
  * Where a joiner may get `release`: from the mirror (`source`, preferred: it spares the
  * founder) or served by the founder when its release directory has the release's manifest.
  */
-export function releaseAvailability(release: string, options: { releaseDir?: string | undefined; releaseMirror?: string | undefined }): ReleaseAvailability | undefined {
+export function releaseAvailability(
+  release: string,
+  options: { releaseDir?: string | undefined; releaseMirror?: string | undefined },
+): ReleaseAvailability | undefined {
   if (options.releaseMirror) return { source: `${options.releaseMirror.replace(/\/+$/, "")}/${release}/` };
-  if (options.releaseDir && existsSync(join(options.releaseDir, release, "payload", "manifest.json"))) return { served: true };
+  if (options.releaseDir && existsSync(join(options.releaseDir, release, "payload", "manifest.json")))
+    return { served: true };
   return undefined;
 }
 
@@ -64,7 +68,10 @@ export function fileEtag(stat: Stats): string {
 }
 
 /** A single satisfiable range, "unsatisfiable", or undefined when the header is to be ignored. */
-export function parseRange(header: string | undefined, size: number): { start: number; end: number } | "unsatisfiable" | undefined {
+export function parseRange(
+  header: string | undefined,
+  size: number,
+): { start: number; end: number } | "unsatisfiable" | undefined {
   if (header === undefined) return undefined;
   const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
   if (!m) return undefined; // several ranges or another unit: answered whole, as RFC 9110 allows
@@ -142,7 +149,8 @@ export function sendReleaseFile(ctx: RequestContext, file: string, done: () => v
   const start = range?.start ?? 0;
   const end = range?.end ?? size - 1;
   const length = size === 0 ? 0 : end - start + 1;
-  if (range) res.writeHead(206, { ...common, "Content-Range": `bytes ${start}-${end}/${size}`, "Content-Length": length });
+  if (range)
+    res.writeHead(206, { ...common, "Content-Range": `bytes ${start}-${end}/${size}`, "Content-Length": length });
   else res.writeHead(200, { ...common, "Content-Length": size });
   if (ctx.req.method === "HEAD" || length === 0) {
     res.end();

@@ -44,12 +44,28 @@ const DiskSchema = z.object({
   removable: z.boolean().optional(),
   readOnly: z.boolean().optional(),
   mountpoints: z.array(text).max(256).optional(),
-  holders: z.array(z.object({ kind: text, device: text, detail: text.optional() })).max(256).optional(),
-  partitions: z
-    .array(z.object({ number: z.number().int(), name: text, path: text, sizeBytes: int64, fsType: text.optional(), label: text.optional(), partLabel: text.optional() }))
+  holders: z
+    .array(z.object({ kind: text, device: text, detail: text.optional() }))
     .max(256)
     .optional(),
-  stack: z.array(z.object({ name: text, path: text, type: text })).max(256).optional(),
+  partitions: z
+    .array(
+      z.object({
+        number: z.number().int(),
+        name: text,
+        path: text,
+        sizeBytes: int64,
+        fsType: text.optional(),
+        label: text.optional(),
+        partLabel: text.optional(),
+      }),
+    )
+    .max(256)
+    .optional(),
+  stack: z
+    .array(z.object({ name: text, path: text, type: text }))
+    .max(256)
+    .optional(),
 });
 
 const NicSchema = z.object({
@@ -72,7 +88,13 @@ export const InventorySchema = z.object({
   disks: z.array(DiskSchema).max(256).optional(),
   nics: z.array(NicSchema).max(256).optional(),
   cpu: z
-    .object({ model: text.optional(), sockets: z.number().int().optional(), cores: z.number().int().optional(), threads: z.number().int().optional(), virtualization: text.optional() })
+    .object({
+      model: text.optional(),
+      sockets: z.number().int().optional(),
+      cores: z.number().int().optional(),
+      threads: z.number().int().optional(),
+      virtualization: text.optional(),
+    })
     .optional(),
   memoryBytes: int64.optional(),
   osDiskLayout: z.enum(["compute-tail", "whole-disk"]).optional(),
@@ -129,7 +151,10 @@ const LinkSchema = z.object({
   addresses: z.array(z.string().max(64)).max(16).optional(),
   addressesAllocated: z.boolean().optional(),
   mtu: z.number().int().min(68).max(65535).optional(),
-  purposes: z.array(z.enum(["oob", "mgmt", "storage", "overlay", "provider"])).max(5).optional(),
+  purposes: z
+    .array(z.enum(["oob", "mgmt", "storage", "overlay", "provider"]))
+    .max(5)
+    .optional(),
 });
 
 /** An assignment as an approval sends it. `role` takes any node role: the approval refuses all but hybrid at `role` (409). */

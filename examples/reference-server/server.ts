@@ -16,7 +16,15 @@ import { issueNodeCertificate } from "../../src/node/pki.js";
 import { adminRouter } from "./admin-api.js";
 import { PERMISSIONS, createToken, putToken, type Permission } from "./auth.js";
 import { Cluster, type UpgradeState } from "./cluster.js";
-import { DEFAULT_LIMITS, DEFAULT_TIMING, isLoopbackHost, splitAddr, type Limits, type ReferenceServerConfig, type Timing } from "./config.js";
+import {
+  DEFAULT_LIMITS,
+  DEFAULT_TIMING,
+  isLoopbackHost,
+  splitAddr,
+  type Limits,
+  type ReferenceServerConfig,
+  type Timing,
+} from "./config.js";
 import { createRequestHandler, type CorsPolicy, type Logger } from "./http.js";
 import { newApiToken } from "./ids.js";
 import { JoinListener } from "./join-listener.js";
@@ -83,7 +91,8 @@ function hostPort(host: string, port: number): string {
 
 function corsPolicy(origins: ReferenceServerConfig["corsOrigins"]): CorsPolicy {
   return {
-    allows: (origin) => origins === "*" || LOOPBACK_ORIGIN.test(origin) || (Array.isArray(origins) && origins.includes(origin)),
+    allows: (origin) =>
+      origins === "*" || LOOPBACK_ORIGIN.test(origin) || (Array.isArray(origins) && origins.includes(origin)),
   };
 }
 
@@ -111,7 +120,8 @@ export async function startReferenceServer(config: ReferenceServerConfig): Promi
     limits,
     timing,
     cluster: config.cluster,
-    availability: () => releaseAvailability(clusterRelease, { releaseDir: config.releaseDir, releaseMirror: config.releaseMirror }),
+    availability: () =>
+      releaseAvailability(clusterRelease, { releaseDir: config.releaseDir, releaseMirror: config.releaseMirror }),
     faultHook: config.faultHook,
   });
   const { store } = cluster;
@@ -138,7 +148,8 @@ export async function startReferenceServer(config: ReferenceServerConfig): Promi
   const joinHosts = new Set<string>();
   if (isWildcard(joinAddr.host)) machineAddresses().forEach((a) => joinHosts.add(a));
   else joinHosts.add(joinAddr.host);
-  if (isLoopbackHost(joinAddr.host) || isWildcard(joinAddr.host)) ["localhost", "127.0.0.1", "::1"].forEach((h) => joinHosts.add(h));
+  if (isLoopbackHost(joinAddr.host) || isWildcard(joinAddr.host))
+    ["localhost", "127.0.0.1", "::1"].forEach((h) => joinHosts.add(h));
   for (const h of config.joinHosts ?? []) joinHosts.add(h);
   if (cluster.settings.vips.api) joinHosts.add(cluster.settings.vips.api);
   if (config.joinEndpoint) joinHosts.add(splitAddr(config.joinEndpoint, 9444).host);
@@ -158,7 +169,9 @@ export async function startReferenceServer(config: ReferenceServerConfig): Promi
     kickRunner,
   });
   await listener.start();
-  const advertisedHost = isWildcard(joinAddr.host) ? (machineAddresses().find((a) => isIP(a) === 4) ?? "127.0.0.1") : joinAddr.host;
+  const advertisedHost = isWildcard(joinAddr.host)
+    ? (machineAddresses().find((a) => isIP(a) === 4) ?? "127.0.0.1")
+    : joinAddr.host;
   const defaultEndpoint = (): string => config.joinEndpoint ?? hostPort(advertisedHost, listener.port);
 
   // Any committed change may open or close the listener; coalesced, since changes come in bursts.
@@ -168,7 +181,9 @@ export async function startReferenceServer(config: ReferenceServerConfig): Promi
     reconcilePending = true;
     setImmediate(() => {
       reconcilePending = false;
-      listener.reconcile().catch((error: Error) => log(`${new Date().toISOString()} join listener error ${error.message}`));
+      listener
+        .reconcile()
+        .catch((error: Error) => log(`${new Date().toISOString()} join listener error ${error.message}`));
     });
   };
   store.on("change", onChange);
@@ -192,13 +207,16 @@ export async function startReferenceServer(config: ReferenceServerConfig): Promi
       ensureListener: () => listener.reconcile(),
       afterCaRotation: async () => {
         await listener.issueLeaf();
-        if (adminServer && tls) (adminServer as HttpsServer).setSecureContext({ ...(await adminLeaf()), minVersion: "TLSv1.2" });
+        if (adminServer && tls)
+          (adminServer as HttpsServer).setSecureContext({ ...(await adminLeaf()), minVersion: "TLSv1.2" });
       },
       kickRunner,
     }),
   });
   let adminServer: HttpServer | HttpsServer | undefined;
-  adminServer = tls ? createHttpsServer({ ...(await adminLeaf()), minVersion: "TLSv1.2" }, handler) : createHttpServer(handler);
+  adminServer = tls
+    ? createHttpsServer({ ...(await adminLeaf()), minVersion: "TLSv1.2" }, handler)
+    : createHttpServer(handler);
   adminServer.keepAliveTimeout = 10_000;
   const server = adminServer;
   try {
@@ -219,10 +237,15 @@ export async function startReferenceServer(config: ReferenceServerConfig): Promi
   const adminUrl = `${tls ? "https" : "http"}://${hostPort(isWildcard(admin.host) ? "127.0.0.1" : admin.host, adminPort)}`;
 
   // ---- the runner ----
-  runner = new Runner({ cluster, tickMs: timing.tickMs, log, afterTick: async () => {
-    listener.prune();
-    await listener.reconcile();
-  } });
+  runner = new Runner({
+    cluster,
+    tickMs: timing.tickMs,
+    log,
+    afterTick: async () => {
+      listener.prune();
+      await listener.reconcile();
+    },
+  });
   runner.start();
 
   let closed: Promise<void> | undefined;

@@ -15,7 +15,8 @@ import Database from "better-sqlite3";
 import type { Assignment, Delivery, Inventory, Step, Upgrade } from "../../src/types.js";
 
 /** The states of a join (the spec's `JoinState`). */
-export type JoinState = "needs-upgrade" | "pending" | "approved" | "delivering" | "installing" | "joined" | "failed" | "rejected" | "expired";
+export type JoinState =
+  "needs-upgrade" | "pending" | "approved" | "delivering" | "installing" | "joined" | "failed" | "rejected" | "expired";
 
 /** A join code as stored: its OPAQUE record, never the code. Times are epoch ms. */
 export interface JoinCodeRow {
@@ -70,7 +71,19 @@ export interface JoinRow {
 /** What a new registration says of itself; the rest of its row starts empty. */
 export type NewJoin = Pick<
   JoinRow,
-  "id" | "codeId" | "state" | "pairingCode" | "keyFingerprint" | "sourceAddr" | "hostname" | "systemSerial" | "release" | "inventory" | "upgrade" | "createdAt" | "expiresAt"
+  | "id"
+  | "codeId"
+  | "state"
+  | "pairingCode"
+  | "keyFingerprint"
+  | "sourceAddr"
+  | "hostname"
+  | "systemSerial"
+  | "release"
+  | "inventory"
+  | "upgrade"
+  | "createdAt"
+  | "expiresAt"
 >;
 
 /** The row of a registration just made: nothing approved, delivered or reported yet. */
@@ -286,8 +299,9 @@ const KEEP_FOREVER: unknown[] = [];
 function immortalStatements(db: Database.Database): Database.Database {
   const handle = Object.getOwnPropertySymbols(db)
     .map((symbol) => (db as unknown as Record<symbol, unknown>)[symbol])
-    .find((value): value is { prepare: (sql: string, owner: unknown, pragma: boolean) => Database.Statement } =>
-      typeof (value as { prepare?: unknown } | null)?.prepare === "function",
+    .find(
+      (value): value is { prepare: (sql: string, owner: unknown, pragma: boolean) => Database.Statement } =>
+        typeof (value as { prepare?: unknown } | null)?.prepare === "function",
     );
   if (!handle) throw new Error("better-sqlite3 changed: its native database handle was not found");
   const prepare = handle.prepare.bind(handle);
@@ -373,14 +387,18 @@ export class Store extends EventEmitter {
 
   /** Sets a JSON value of the meta table. */
   setMeta(key: string, value: unknown): void {
-    this.db.prepare("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(key, JSON.stringify(value));
+    this.db
+      .prepare("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
+      .run(key, JSON.stringify(value));
   }
 
   // ---- audit ----
 
   /** Appends an audit entry. `details` must hold no secret. */
   audit(actor: string, action: string, target: string, details: Record<string, unknown> = {}, at = Date.now()): void {
-    this.db.prepare("INSERT INTO audit (at, actor, action, target, details) VALUES (?, ?, ?, ?, ?)").run(at, actor, action, target, JSON.stringify(details));
+    this.db
+      .prepare("INSERT INTO audit (at, actor, action, target, details) VALUES (?, ?, ?, ?, ?)")
+      .run(at, actor, action, target, JSON.stringify(details));
   }
 
   /** The audit trail, oldest first. */
@@ -411,7 +429,13 @@ export class Store extends EventEmitter {
   tokenByHash(hash: string): TokenRow | undefined {
     const r = this.db.prepare("SELECT * FROM tokens WHERE hash = ?").get(hash) as Row | undefined;
     if (!r) return undefined;
-    return { id: r.id as string, name: r.name as string, hash: r.hash as string, permissions: JSON.parse(r.permissions as string) as string[], createdAt: r.created_at as number };
+    return {
+      id: r.id as string,
+      name: r.name as string,
+      hash: r.hash as string,
+      permissions: JSON.parse(r.permissions as string) as string[],
+      createdAt: r.created_at as number,
+    };
   }
 
   // ---- join codes ----
@@ -423,7 +447,19 @@ export class Store extends EventEmitter {
         `INSERT INTO join_codes (id, seq, selector, record, ca_fingerprint, endpoint, attempts, created_by, created_at, expires_at, revoked_by, revoked_at)
          VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM join_codes), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
-      .run(code.id, code.selector, code.record, code.caFingerprint, code.endpoint, code.attempts, code.createdBy, code.createdAt, code.expiresAt, code.revokedBy, code.revokedAt);
+      .run(
+        code.id,
+        code.selector,
+        code.record,
+        code.caFingerprint,
+        code.endpoint,
+        code.attempts,
+        code.createdBy,
+        code.createdAt,
+        code.expiresAt,
+        code.revokedBy,
+        code.revokedAt,
+      );
   }
 
   /** A join code by id. */
@@ -439,12 +475,18 @@ export class Store extends EventEmitter {
 
   /** The codes with this selector, newest first. */
   codesBySelector(selector: string): JoinCodeRow[] {
-    return (this.db.prepare("SELECT * FROM join_codes WHERE selector = ? ORDER BY seq DESC").all(selector) as Row[]).map(codeFrom);
+    return (
+      this.db.prepare("SELECT * FROM join_codes WHERE selector = ? ORDER BY seq DESC").all(selector) as Row[]
+    ).map(codeFrom);
   }
 
   /** The live codes at `now`: not revoked, not expired. */
   liveCodes(now: number): JoinCodeRow[] {
-    return (this.db.prepare("SELECT * FROM join_codes WHERE revoked_at IS NULL AND expires_at > ? ORDER BY seq DESC").all(now) as Row[]).map(codeFrom);
+    return (
+      this.db
+        .prepare("SELECT * FROM join_codes WHERE revoked_at IS NULL AND expires_at > ? ORDER BY seq DESC")
+        .all(now) as Row[]
+    ).map(codeFrom);
   }
 
   /** Sets a code's attempt counter. */
@@ -454,7 +496,9 @@ export class Store extends EventEmitter {
 
   /** Revokes a code. */
   revokeCode(id: string, by: string, at: number): void {
-    this.db.prepare("UPDATE join_codes SET revoked_by = ?, revoked_at = ? WHERE id = ? AND revoked_at IS NULL").run(by, at, id);
+    this.db
+      .prepare("UPDATE join_codes SET revoked_by = ?, revoked_at = ? WHERE id = ? AND revoked_at IS NULL")
+      .run(by, at, id);
   }
 
   /** How many registrations a code has. */
@@ -470,13 +514,18 @@ export class Store extends EventEmitter {
     const columns = fields.map((f) => JOIN_COLUMNS[f][0]);
     const values = fields.map((f) => (JOIN_COLUMNS[f][1] ? json(join[f]) : join[f]));
     this.db
-      .prepare(`INSERT INTO joins (seq, ${columns.join(", ")}) VALUES ((SELECT COALESCE(MAX(seq), 0) + 1 FROM joins), ${columns.map(() => "?").join(", ")})`)
+      .prepare(
+        `INSERT INTO joins (seq, ${columns.join(", ")}) VALUES ((SELECT COALESCE(MAX(seq), 0) + 1 FROM joins), ${columns.map(() => "?").join(", ")})`,
+      )
       .run(...values);
   }
 
   /** Changes fields of a registration; `updatedAt` is set to `at`. */
   patchJoin(id: string, patch: Partial<JoinRow>, at = Date.now()): void {
-    const entries = Object.entries({ ...patch, updatedAt: at }).filter(([k]) => k !== "id") as [keyof JoinRow, unknown][];
+    const entries = Object.entries({ ...patch, updatedAt: at }).filter(([k]) => k !== "id") as [
+      keyof JoinRow,
+      unknown,
+    ][];
     const sets = entries.map(([k]) => `${JOIN_COLUMNS[k][0]} = ?`);
     const values = entries.map(([k, v]) => (JOIN_COLUMNS[k][1] ? json(v) : (v ?? null)));
     this.db.prepare(`UPDATE joins SET ${sets.join(", ")} WHERE id = ?`).run(...values, id);
@@ -495,29 +544,45 @@ export class Store extends EventEmitter {
 
   /** Registrations in one of `states`, oldest first. */
   joinsInState(...states: JoinState[]): JoinRow[] {
-    return (this.db.prepare(`SELECT * FROM joins WHERE state IN (${states.map(() => "?").join(", ")}) ORDER BY seq`).all(...states) as Row[]).map(joinFrom);
+    return (
+      this.db
+        .prepare(`SELECT * FROM joins WHERE state IN (${states.map(() => "?").join(", ")}) ORDER BY seq`)
+        .all(...states) as Row[]
+    ).map(joinFrom);
   }
 
   /** The newest registration of a key, if any. */
   joinByKey(keyFingerprint: string): JoinRow | undefined {
-    const r = this.db.prepare("SELECT * FROM joins WHERE key_fingerprint = ? ORDER BY seq DESC LIMIT 1").get(keyFingerprint) as Row | undefined;
+    const r = this.db
+      .prepare("SELECT * FROM joins WHERE key_fingerprint = ? ORDER BY seq DESC LIMIT 1")
+      .get(keyFingerprint) as Row | undefined;
     return r ? joinFrom(r) : undefined;
   }
 
   /** How many registrations are not final (not joined, rejected or expired). */
   countOpenJoins(): number {
-    return (this.db.prepare("SELECT COUNT(*) AS n FROM joins WHERE state NOT IN ('joined', 'rejected', 'expired')").get() as Row).n as number;
+    return (
+      this.db
+        .prepare("SELECT COUNT(*) AS n FROM joins WHERE state NOT IN ('joined', 'rejected', 'expired')")
+        .get() as Row
+    ).n as number;
   }
 
   /** How many live codes there are at `now`. */
   countLiveCodes(now: number): number {
-    return (this.db.prepare("SELECT COUNT(*) AS n FROM join_codes WHERE revoked_at IS NULL AND expires_at > ?").get(now) as Row).n as number;
+    return (
+      this.db
+        .prepare("SELECT COUNT(*) AS n FROM join_codes WHERE revoked_at IS NULL AND expires_at > ?")
+        .get(now) as Row
+    ).n as number;
   }
 
   /** Appends install-log lines and keeps only the last `keep`. */
   appendLog(joinId: string, lines: readonly string[], keep: number): void {
     if (lines.length === 0) return;
-    const start = ((this.db.prepare("SELECT COALESCE(MAX(seq), 0) AS s FROM join_log WHERE join_id = ?").get(joinId) as Row).s as number) + 1;
+    const start =
+      ((this.db.prepare("SELECT COALESCE(MAX(seq), 0) AS s FROM join_log WHERE join_id = ?").get(joinId) as Row)
+        .s as number) + 1;
     const insert = this.db.prepare("INSERT INTO join_log (join_id, seq, line) VALUES (?, ?, ?)");
     lines.forEach((line, i) => insert.run(joinId, start + i, line));
     this.db.prepare("DELETE FROM join_log WHERE join_id = ? AND seq <= ?").run(joinId, start + lines.length - 1 - keep);
@@ -525,7 +590,9 @@ export class Store extends EventEmitter {
 
   /** The kept install-log lines of a join, oldest first. */
   logTail(joinId: string): string[] {
-    return (this.db.prepare("SELECT line FROM join_log WHERE join_id = ? ORDER BY seq").all(joinId) as Row[]).map((r) => r.line as string);
+    return (this.db.prepare("SELECT line FROM join_log WHERE join_id = ? ORDER BY seq").all(joinId) as Row[]).map(
+      (r) => r.line as string,
+    );
   }
 
   // ---- members ----

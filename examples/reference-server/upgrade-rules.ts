@@ -41,7 +41,12 @@ function compare(a: [number, number, number], b: [number, number, number]): numb
  * minors behind (`too-old`), the joiner must have said it can upgrade itself
  * (`no-self-upgrade`), and the founder must be able to hand it the release (`not-available`).
  */
-export function judgeRelease(release: string, clusterRelease: string, selfUpgrade: boolean, availability: () => ReleaseAvailability | undefined): ReleaseVerdict {
+export function judgeRelease(
+  release: string,
+  clusterRelease: string,
+  selfUpgrade: boolean,
+  availability: () => ReleaseAvailability | undefined,
+): ReleaseVerdict {
   if (release === clusterRelease) return { kind: "same" };
   const mine = semver(release);
   const theirs = semver(clusterRelease);
@@ -55,11 +60,15 @@ export function judgeRelease(release: string, clusterRelease: string, selfUpgrad
 }
 
 const MESSAGES: Record<MismatchReason, (release: string, cluster: string) => string> = {
-  malformed: (r, c) => `This machine runs ${r}; the cluster runs ${c}. A self-upgrade needs both to be MAJOR.MINOR.PATCH releases.`,
+  malformed: (r, c) =>
+    `This machine runs ${r}; the cluster runs ${c}. A self-upgrade needs both to be MAJOR.MINOR.PATCH releases.`,
   newer: (r, c) => `This machine runs ${r}, newer than the cluster's ${c}; install it from the cluster's release.`,
-  "too-old": (r, c) => `This machine runs ${r}; the cluster runs ${c}, which it cannot upgrade to by itself (same major version, at most ${MAX_MINOR_BEHIND} minor versions behind).`,
-  "no-self-upgrade": (r, c) => `This machine runs ${r}; the cluster runs ${c}, and the machine did not offer to upgrade itself.`,
-  "not-available": (r, c) => `This machine runs ${r}; the cluster runs ${c}, which the founder can neither serve nor name a mirror for.`,
+  "too-old": (r, c) =>
+    `This machine runs ${r}; the cluster runs ${c}, which it cannot upgrade to by itself (same major version, at most ${MAX_MINOR_BEHIND} minor versions behind).`,
+  "no-self-upgrade": (r, c) =>
+    `This machine runs ${r}; the cluster runs ${c}, and the machine did not offer to upgrade itself.`,
+  "not-available": (r, c) =>
+    `This machine runs ${r}; the cluster runs ${c}, which the founder can neither serve nor name a mirror for.`,
 };
 
 /** The person-readable detail of a refusal. */

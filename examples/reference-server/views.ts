@@ -45,7 +45,10 @@ export function assignmentView(assignment: StoredAssignment): NonNullable<NodeJo
 export const RUNNING_STATES = new Set(["delivering", "installing"]);
 
 /** A registration as the admin API answers it. */
-export function nodeJoinView(join: JoinRow, options: { now: number; stallAfterMs: number; waitReason?: string | undefined; logTail?: string[] }): NodeJoin {
+export function nodeJoinView(
+  join: JoinRow,
+  options: { now: number; stallAfterMs: number; waitReason?: string | undefined; logTail?: string[] },
+): NodeJoin {
   const lastHeard = join.lastSeenAt ?? join.deliveredAt ?? join.updatedAt;
   const stalled = RUNNING_STATES.has(join.state) && options.now - lastHeard >= options.stallAfterMs;
   const opt = <K extends string, V>(key: K, value: V | null | undefined): { [P in K]?: V } =>
@@ -81,7 +84,9 @@ export function nodeJoinView(join: JoinRow, options: { now: number; stallAfterMs
     ...(options.logTail ? { logTail: options.logTail } : {}),
     createdAt: iso(join.createdAt),
     updatedAt: iso(join.updatedAt),
-    ...(join.expiresAt !== null && (join.state === "pending" || join.state === "needs-upgrade") ? { expiresAt: iso(join.expiresAt) } : {}),
+    ...(join.expiresAt !== null && (join.state === "pending" || join.state === "needs-upgrade")
+      ? { expiresAt: iso(join.expiresAt) }
+      : {}),
   };
 }
 

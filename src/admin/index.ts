@@ -79,9 +79,17 @@ export interface AdminClient {
   /** One registration, with the tail of its install log (`GET /v1/admin/cluster/joins/{joinId}`). */
   getNodeJoin(joinId: string, options?: CallOptions): Promise<ApiSchemas["NodeJoin"]>;
   /** Approves a machine with its assignment; all defaults without one (`POST …/joins/{joinId}/approve`). */
-  approveNodeJoin(joinId: string, approval?: ApiSchemas["Approval"], options?: CallOptions): Promise<ApiSchemas["NodeJoin"]>;
+  approveNodeJoin(
+    joinId: string,
+    approval?: ApiSchemas["Approval"],
+    options?: CallOptions,
+  ): Promise<ApiSchemas["NodeJoin"]>;
   /** Rejects a machine, with a reason (`POST …/joins/{joinId}/reject`). */
-  rejectNodeJoin(joinId: string, rejection: ApiSchemas["Rejection"], options?: CallOptions): Promise<ApiSchemas["NodeJoin"]>;
+  rejectNodeJoin(
+    joinId: string,
+    rejection: ApiSchemas["Rejection"],
+    options?: CallOptions,
+  ): Promise<ApiSchemas["NodeJoin"]>;
   /** Queues a failed join again (`POST …/joins/{joinId}/retry`). */
   retryNodeJoin(joinId: string, options?: CallOptions): Promise<ApiSchemas["NodeJoin"]>;
   /** The members and the membership generation (`GET /v1/admin/cluster/members`). */
@@ -91,7 +99,10 @@ export interface AdminClient {
   /** Rotates the cluster CA, ending every live code (`POST /v1/admin/cluster/ca-rotations`; reference server). */
   rotateClusterCa(options?: CallOptions): Promise<ApiSchemas["CaRotation"]>;
   /** Marks a cluster upgrade in progress or over (`PUT /v1/admin/cluster/upgrade`; reference server). */
-  setClusterUpgrade(upgrade: ApiSchemas["ClusterUpgrade"], options?: CallOptions): Promise<ApiSchemas["ClusterUpgrade"]>;
+  setClusterUpgrade(
+    upgrade: ApiSchemas["ClusterUpgrade"],
+    options?: CallOptions,
+  ): Promise<ApiSchemas["ClusterUpgrade"]>;
   /**
    * Polls the join list and yields what changed: a machine arrived (`added`), a join moved
    * (`changed`, with the previous view), or left the list (`removed`). The first poll yields
@@ -152,7 +163,12 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     throwIfAborted(signal);
     const timeoutMs = callOptions.timeoutMs ?? defaultTimeoutMs;
     const deadline = timeoutMs === undefined ? undefined : new AbortController();
-    const timer = deadline ? setTimeout(() => deadline.abort(new TimeoutError(`${operation} got no answer within ${timeoutMs} ms`)), timeoutMs) : undefined;
+    const timer = deadline
+      ? setTimeout(
+          () => deadline.abort(new TimeoutError(`${operation} got no answer within ${timeoutMs} ms`)),
+          timeoutMs,
+        )
+      : undefined;
     const linked = linkSignals(signal, deadline?.signal);
     // Refusals are turned into errors here, while the response's body is still unread
     // (openapi-fetch would otherwise read it into its `error`).
@@ -164,12 +180,18 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     };
     let data: unknown;
     try {
-      ({ data } = await send({ signal: linked.signal, headers: { Authorization: authorization }, middleware: [refusals] }));
+      ({ data } = await send({
+        signal: linked.signal,
+        headers: { Authorization: authorization },
+        middleware: [refusals],
+      }));
     } catch (error) {
       if (signal?.aborted) throw error; // the caller's abort, as it is
       if (StratumError.is(error)) throw error; // a refusal, or the deadline's TimeoutError
-      if (deadline?.signal.aborted) throw new TimeoutError(`${operation} got no answer within ${timeoutMs} ms`, { cause: error });
-      if (error instanceof SyntaxError) throw new ResponseValidationError(operation, [{ path: "", message: "the body is not JSON" }]);
+      if (deadline?.signal.aborted)
+        throw new TimeoutError(`${operation} got no answer within ${timeoutMs} ms`, { cause: error });
+      if (error instanceof SyntaxError)
+        throw new ResponseValidationError(operation, [{ path: "", message: "the body is not JSON" }]);
       throw new NetworkError(`${operation} got no answer`, { cause: error });
     } finally {
       clearTimeout(timer);
@@ -200,18 +222,36 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
       call("mintJoinCode", `POST ${JOIN_CODES}`, (init) => raw.POST(JOIN_CODES, { ...init, body: request ?? {} }), o),
     listJoinCodes: (o) => call("listJoinCodes", `GET ${JOIN_CODES}`, (init) => raw.GET(JOIN_CODES, init), o),
     revokeJoinCode: (codeId, o) =>
-      call("revokeJoinCode", `DELETE ${JOIN_CODE}`, (init) => raw.DELETE(JOIN_CODE, { ...init, params: { path: { codeId } } }), o),
+      call(
+        "revokeJoinCode",
+        `DELETE ${JOIN_CODE}`,
+        (init) => raw.DELETE(JOIN_CODE, { ...init, params: { path: { codeId } } }),
+        o,
+      ),
     listNodeJoins: (o) => call("listNodeJoins", `GET ${JOINS}`, (init) => raw.GET(JOINS, init), o),
-    getNodeJoin: (joinId, o) => call("getNodeJoin", `GET ${JOIN}`, (init) => raw.GET(JOIN, { ...init, params: { path: { joinId } } }), o),
+    getNodeJoin: (joinId, o) =>
+      call("getNodeJoin", `GET ${JOIN}`, (init) => raw.GET(JOIN, { ...init, params: { path: { joinId } } }), o),
     approveNodeJoin: (joinId, approval, o) =>
-      call("approveNodeJoin", `POST ${APPROVE}`, (init) => raw.POST(APPROVE, { ...init, params: { path: { joinId } }, body: approval ?? {} }), o),
+      call(
+        "approveNodeJoin",
+        `POST ${APPROVE}`,
+        (init) => raw.POST(APPROVE, { ...init, params: { path: { joinId } }, body: approval ?? {} }),
+        o,
+      ),
     rejectNodeJoin: (joinId, rejection, o) =>
-      call("rejectNodeJoin", `POST ${REJECT}`, (init) => raw.POST(REJECT, { ...init, params: { path: { joinId } }, body: rejection }), o),
-    retryNodeJoin: (joinId, o) => call("retryNodeJoin", `POST ${RETRY}`, (init) => raw.POST(RETRY, { ...init, params: { path: { joinId } } }), o),
+      call(
+        "rejectNodeJoin",
+        `POST ${REJECT}`,
+        (init) => raw.POST(REJECT, { ...init, params: { path: { joinId } }, body: rejection }),
+        o,
+      ),
+    retryNodeJoin: (joinId, o) =>
+      call("retryNodeJoin", `POST ${RETRY}`, (init) => raw.POST(RETRY, { ...init, params: { path: { joinId } } }), o),
     listClusterMembers: (o) => call("listClusterMembers", `GET ${MEMBERS}`, (init) => raw.GET(MEMBERS, init), o),
     getClusterNetworks: (o) => call("getClusterNetworks", `GET ${NETWORKS}`, (init) => raw.GET(NETWORKS, init), o),
     rotateClusterCa: (o) => call("rotateClusterCa", `POST ${CA_ROTATIONS}`, (init) => raw.POST(CA_ROTATIONS, init), o),
-    setClusterUpgrade: (upgrade, o) => call("setClusterUpgrade", `PUT ${UPGRADE}`, (init) => raw.PUT(UPGRADE, { ...init, body: upgrade }), o),
+    setClusterUpgrade: (upgrade, o) =>
+      call("setClusterUpgrade", `PUT ${UPGRADE}`, (init) => raw.PUT(UPGRADE, { ...init, body: upgrade }), o),
     watchJoins: (watchOptions) => watchJoins(client, watchOptions),
     raw,
   };
@@ -223,7 +263,10 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
  * rejects with). Written out rather than `AbortSignal.any` to leave no listener behind on a
  * long-lived caller signal once the call is over.
  */
-function linkSignals(a: AbortSignal | undefined, b: AbortSignal | undefined): { signal: AbortSignal | undefined; dispose: () => void } {
+function linkSignals(
+  a: AbortSignal | undefined,
+  b: AbortSignal | undefined,
+): { signal: AbortSignal | undefined; dispose: () => void } {
   if (!a || !b) return { signal: a ?? b, dispose: () => {} };
   const controller = new AbortController();
   const onA = () => controller.abort(a.reason);

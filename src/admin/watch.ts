@@ -46,7 +46,10 @@ export interface JoinLister {
  * Any other failure (401, 403, a body that fails validation) ends the watch by throwing, since
  * polling again cannot fix it. The caller's abort ends it by re-throwing the abort.
  */
-export async function* watchJoins(client: JoinLister, options: WatchJoinsOptions = {}): AsyncGenerator<JoinChange, void, undefined> {
+export async function* watchJoins(
+  client: JoinLister,
+  options: WatchJoinsOptions = {},
+): AsyncGenerator<JoinChange, void, undefined> {
   const { signal, intervalMs = 2_000, backoff, timeoutMs, onRetry } = options;
   let known = new Map<string, NodeJoin>();
   let failures = 0;

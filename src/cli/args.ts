@@ -17,7 +17,11 @@ export class CliError extends StratumError {
   /** The command whose `--help` explains the usage, for `USAGE`. */
   readonly command: string | undefined;
 
-  constructor(code: "USAGE" | "FILE_ERROR" | "JOIN_SESSION_MISSING" | "NO_UPGRADE", message: string, options: { command?: string; cause?: unknown } = {}) {
+  constructor(
+    code: "USAGE" | "FILE_ERROR" | "JOIN_SESSION_MISSING" | "NO_UPGRADE",
+    message: string,
+    options: { command?: string; cause?: unknown } = {},
+  ) {
     super(code, message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = "CliError";
     this.command = options.command;
@@ -80,16 +84,27 @@ export interface CommandSpec {
 
 /** The flags every command takes. */
 export const COMMON_FLAGS: Readonly<Record<string, FlagSpec>> = {
-  json: { type: "boolean", description: "print one JSON document on stdout (the result, or {\"error\":{...}}); human progress goes to stderr" },
+  json: {
+    type: "boolean",
+    description: 'print one JSON document on stdout (the result, or {"error":{...}}); human progress goes to stderr',
+  },
   help: { type: "boolean", short: "h", description: "show this help" },
 };
 
 /** Parses `args` for `spec`; unknown flags, missing values and wrong positional counts are `USAGE` errors. */
-export function parseCommandArgs(spec: CommandSpec, args: string[], env: Readonly<Record<string, string | undefined>>): ParsedArgs {
+export function parseCommandArgs(
+  spec: CommandSpec,
+  args: string[],
+  env: Readonly<Record<string, string | undefined>>,
+): ParsedArgs {
   const flags = { ...spec.flags, ...COMMON_FLAGS };
   const options: NonNullable<ParseArgsConfig["options"]> = {};
   for (const [name, flag] of Object.entries(flags)) {
-    options[name] = { type: flag.type, ...(flag.multiple ? { multiple: true } : {}), ...(flag.short ? { short: flag.short } : {}) };
+    options[name] = {
+      type: flag.type,
+      ...(flag.multiple ? { multiple: true } : {}),
+      ...(flag.short ? { short: flag.short } : {}),
+    };
   }
   let parsed: { values: Record<string, unknown>; positionals: string[] };
   try {
@@ -108,10 +123,20 @@ export function parseCommandArgs(spec: CommandSpec, args: string[], env: Readonl
   const specs = spec.positionals ?? [];
   const required = specs.filter((p) => !p.optional).length;
   if (parsed.positionals.length < required) {
-    throw new CliError("USAGE", `missing ${specs.slice(parsed.positionals.length).filter((p) => !p.optional).map((p) => p.name).join(", ")}`, { command: spec.path.join(" ") });
+    throw new CliError(
+      "USAGE",
+      `missing ${specs
+        .slice(parsed.positionals.length)
+        .filter((p) => !p.optional)
+        .map((p) => p.name)
+        .join(", ")}`,
+      { command: spec.path.join(" ") },
+    );
   }
   if (parsed.positionals.length > specs.length) {
-    throw new CliError("USAGE", `unexpected argument ${JSON.stringify(parsed.positionals[specs.length])}`, { command: spec.path.join(" ") });
+    throw new CliError("USAGE", `unexpected argument ${JSON.stringify(parsed.positionals[specs.length])}`, {
+      command: spec.path.join(" "),
+    });
   }
   return { values, positionals: parsed.positionals };
 }
@@ -124,7 +149,9 @@ export function stringFlag(args: ParsedArgs, name: string, command: CommandSpec,
   if (typeof value === "string" && value !== "") return value;
   if (required) {
     const env = command.flags[name]?.env;
-    throw new CliError("USAGE", `--${name} is required${env ? ` (or set ${env})` : ""}`, { command: command.path.join(" ") });
+    throw new CliError("USAGE", `--${name} is required${env ? ` (or set ${env})` : ""}`, {
+      command: command.path.join(" "),
+    });
   }
   return undefined;
 }
@@ -149,7 +176,11 @@ export function numberFlag(args: ParsedArgs, name: string, command: CommandSpec)
 export function commandHelp(spec: CommandSpec): string {
   const flags = { ...spec.flags, ...COMMON_FLAGS };
   const positionals = (spec.positionals ?? []).map((p) => (p.optional ? `[${p.name}]` : p.name)).join(" ");
-  const lines = [`Usage: stratum-join ${spec.path.join(" ")}${positionals ? ` ${positionals}` : ""} [flags]`, "", spec.summary];
+  const lines = [
+    `Usage: stratum-join ${spec.path.join(" ")}${positionals ? ` ${positionals}` : ""} [flags]`,
+    "",
+    spec.summary,
+  ];
   if (spec.details) lines.push("", ...spec.details.split("\n"));
   if (spec.positionals?.length) {
     lines.push("", "Arguments:");

@@ -26,10 +26,15 @@ export const EXIT_CODE_TABLE: readonly ExitCodeRow[] = [
   { exit: 0, meaning: "success", codes: [] },
   {
     exit: 1,
-    meaning: "unexpected: a bug, a server error, an answer that does not match the API (report it, with the request id)",
+    meaning:
+      "unexpected: a bug, a server error, an answer that does not match the API (report it, with the request id)",
     codes: ["INTERNAL", "RESPONSE_INVALID", "RESPONSE_TOO_LARGE", "UNEXPECTED", "HTTP_5xx", "any code not listed here"],
   },
-  { exit: 2, meaning: "usage: an unknown command or flag, a missing or malformed argument", codes: ["USAGE", "INVALID_ARGUMENT"] },
+  {
+    exit: 2,
+    meaning: "usage: an unknown command or flag, a missing or malformed argument",
+    codes: ["USAGE", "INVALID_ARGUMENT"],
+  },
   {
     exit: 3,
     meaning: "a join code, join URL or pairing code is malformed (caught locally, nothing was sent); fix the typo",
@@ -40,28 +45,57 @@ export const EXIT_CODE_TABLE: readonly ExitCodeRow[] = [
     meaning: "the join code is not accepted: mistyped (but well formed), or this is not the cluster's join listener",
     codes: ["LISTENER_NOT_PROVEN", "JOIN_CODE_INVALID"],
   },
-  { exit: 5, meaning: "the join code is over: expired, revoked, or made stale by a CA rotation; ask for a new one", codes: ["JOIN_CODE_EXPIRED", "JOIN_CODE_REVOKED", "JOIN_CODE_STALE"] },
-  { exit: 6, meaning: "the machine's release is not one the cluster takes (see details.clusterRelease, details.isoPath)", codes: ["RELEASE_MISMATCH"] },
-  { exit: 7, meaning: "the registration is over: rejected (see the reason), or ended in a state not waited for", codes: ["REGISTRATION_REJECTED", "REGISTRATION_ENDED"] },
+  {
+    exit: 5,
+    meaning: "the join code is over: expired, revoked, or made stale by a CA rotation; ask for a new one",
+    codes: ["JOIN_CODE_EXPIRED", "JOIN_CODE_REVOKED", "JOIN_CODE_STALE"],
+  },
+  {
+    exit: 6,
+    meaning: "the machine's release is not one the cluster takes (see details.clusterRelease, details.isoPath)",
+    codes: ["RELEASE_MISMATCH"],
+  },
+  {
+    exit: 7,
+    meaning: "the registration is over: rejected (see the reason), or ended in a state not waited for",
+    codes: ["REGISTRATION_REJECTED", "REGISTRATION_ENDED"],
+  },
   {
     exit: 8,
-    meaning: "retry later (after retryAfter seconds when given): rate limited, a cluster upgrade in progress, the founder busy",
+    meaning:
+      "retry later (after retryAfter seconds when given): rate limited, a cluster upgrade in progress, the founder busy",
     codes: ["RATE_LIMITED", "UPGRADE_IN_PROGRESS", "RELEASE_BUSY", "JOIN_PAKE_RESTART"],
   },
-  { exit: 9, meaning: "the network: no answer, a timeout, TLS failed; retry when the network is back", codes: ["NETWORK", "TIMEOUT", "TLS_FAILED", "CONNECTION_CHANGED"] },
+  {
+    exit: 9,
+    meaning: "the network: no answer, a timeout, TLS failed; retry when the network is back",
+    codes: ["NETWORK", "TIMEOUT", "TLS_FAILED", "CONNECTION_CHANGED"],
+  },
   {
     exit: 10,
     meaning: "possible attack: the listener or the channel is not who it claims; do not retry blindly, do not approve",
     codes: ["LISTENER_CERTIFICATE", "BINDING_MISMATCH", "PAIRING_MISMATCH"],
   },
-  { exit: 11, meaning: "the release failed verification (signature, release, path, size or hash): never install it", codes: ["RELEASE_UNVERIFIED"] },
-  { exit: 12, meaning: "the admin token is wrong, expired, or lacks the permission (no token at all is a usage error, 2)", codes: ["UNAUTHORIZED", "FORBIDDEN"] },
+  {
+    exit: 11,
+    meaning: "the release failed verification (signature, release, path, size or hash): never install it",
+    codes: ["RELEASE_UNVERIFIED"],
+  },
+  {
+    exit: 12,
+    meaning: "the admin token is wrong, expired, or lacks the permission (no token at all is a usage error, 2)",
+    codes: ["UNAUTHORIZED", "FORBIDDEN"],
+  },
   {
     exit: 13,
     meaning: "the request was refused as it stands: fix the input (see error.errors) or wait for another state",
     codes: ["INVALID_INPUT", "JOIN_APPROVAL_REFUSED", "JOIN_STATE_CONFLICT", "RANGE_NOT_SATISFIABLE", "NO_UPGRADE"],
   },
-  { exit: 14, meaning: "not found: no such join code, join or member (or not this key's registration)", codes: ["NOT_FOUND"] },
+  {
+    exit: 14,
+    meaning: "not found: no such join code, join or member (or not this key's registration)",
+    codes: ["NOT_FOUND"],
+  },
   {
     exit: 15,
     meaning: "local state: the identity directory, session file, delivery directory or another file cannot be used",
@@ -76,8 +110,17 @@ export const EXIT_CODE_TABLE: readonly ExitCodeRow[] = [
       "FILE_ERROR",
     ],
   },
-  { exit: 16, meaning: "the release download failed (retries exhausted, refused, disk full); the .partial files stay, run again to resume", codes: ["RELEASE_DOWNLOAD_FAILED"] },
-  { exit: 130, meaning: "interrupted (Ctrl-C): waits and downloads stop cleanly; a download resumes on the next run", codes: ["ABORTED"] },
+  {
+    exit: 16,
+    meaning:
+      "the release download failed (retries exhausted, refused, disk full); the .partial files stay, run again to resume",
+    codes: ["RELEASE_DOWNLOAD_FAILED"],
+  },
+  {
+    exit: 130,
+    meaning: "interrupted (Ctrl-C): waits and downloads stop cleanly; a download resumes on the next run",
+    codes: ["ABORTED"],
+  },
 ];
 
 /** Exit code of a successful run. */
@@ -90,7 +133,8 @@ export const EXIT_USAGE = 2;
 export const EXIT_INTERRUPTED = 130;
 
 const BY_CODE = new Map<string, number>();
-for (const row of EXIT_CODE_TABLE) for (const code of row.codes) if (/^[A-Z_]+$/.test(code)) BY_CODE.set(code, row.exit);
+for (const row of EXIT_CODE_TABLE)
+  for (const code of row.codes) if (/^[A-Z_]+$/.test(code)) BY_CODE.set(code, row.exit);
 
 /**
  * When the body was not a problem document the code is `HTTP_<status>`; the status still

@@ -27,7 +27,11 @@ export async function readTextFile(path: string, what: string): Promise<string> 
   try {
     return await readFile(path, "utf8");
   } catch (cause) {
-    throw new CliError("FILE_ERROR", `cannot read the ${what} ${path}: ${(cause as NodeJS.ErrnoException).code ?? "error"}`, { cause });
+    throw new CliError(
+      "FILE_ERROR",
+      `cannot read the ${what} ${path}: ${(cause as NodeJS.ErrnoException).code ?? "error"}`,
+      { cause },
+    );
   }
 }
 
@@ -45,8 +49,14 @@ export async function readJsonFile(path: string, what: string): Promise<unknown>
  * Writes `content` to `path` with `mode`, all or nothing: a temp file beside it, fsynced, then
  * renamed over. With `exclusive`, an existing `path` is refused rather than replaced.
  */
-export async function writeFileAtomic(path: string, content: string, mode: number, options: { exclusive?: boolean } = {}): Promise<void> {
-  if (options.exclusive && (await exists(path))) throw new CliError("FILE_ERROR", `${path} already exists; not overwriting it`);
+export async function writeFileAtomic(
+  path: string,
+  content: string,
+  mode: number,
+  options: { exclusive?: boolean } = {},
+): Promise<void> {
+  if (options.exclusive && (await exists(path)))
+    throw new CliError("FILE_ERROR", `${path} already exists; not overwriting it`);
   const temp = `${path}.tmp-${randomBytes(4).toString("hex")}`;
   try {
     const handle = await open(temp, "wx", mode);
@@ -62,7 +72,11 @@ export async function writeFileAtomic(path: string, content: string, mode: numbe
   } catch (cause) {
     await rm(temp, { force: true }).catch(() => undefined);
     if (cause instanceof CliError) throw cause;
-    throw new CliError("FILE_ERROR", `cannot write ${path}: ${(cause as NodeJS.ErrnoException).code ?? (cause as Error).message}`, { cause });
+    throw new CliError(
+      "FILE_ERROR",
+      `cannot write ${path}: ${(cause as NodeJS.ErrnoException).code ?? (cause as Error).message}`,
+      { cause },
+    );
   }
 }
 
@@ -86,16 +100,22 @@ export interface IdentityDir {
  * refused: a half-written identity is not silently replaced by a new key, which would orphan
  * the registration pinned to the old one.
  */
-export async function openIdentityDir(dir: string, options: { create: boolean; warn?: (text: string) => void }): Promise<IdentityDir> {
+export async function openIdentityDir(
+  dir: string,
+  options: { create: boolean; warn?: (text: string) => void },
+): Promise<IdentityDir> {
   const certPath = join(dir, IDENTITY_FILES.cert);
   const keyPath = join(dir, IDENTITY_FILES.key);
   const [hasCert, hasKey] = await Promise.all([exists(certPath), exists(keyPath)]);
   if (!hasCert && !hasKey) {
-    if (!options.create) throw new CliError("FILE_ERROR", `${dir} holds no machine identity (cert.pem, key.pem): run register first`);
+    if (!options.create)
+      throw new CliError("FILE_ERROR", `${dir} holds no machine identity (cert.pem, key.pem): run register first`);
     try {
       await mkdir(dir, { recursive: true, mode: 0o700 });
     } catch (cause) {
-      throw new CliError("FILE_ERROR", `cannot create ${dir}: ${(cause as NodeJS.ErrnoException).code ?? "error"}`, { cause });
+      throw new CliError("FILE_ERROR", `cannot create ${dir}: ${(cause as NodeJS.ErrnoException).code ?? "error"}`, {
+        cause,
+      });
     }
     const identity = await createMachineIdentity();
     // Key first: a crash between the two leaves key.pem without cert.pem, which is refused
@@ -105,11 +125,16 @@ export async function openIdentityDir(dir: string, options: { create: boolean; w
     return { identity, created: true, dir };
   }
   if (!hasCert || !hasKey) {
-    throw new CliError("FILE_ERROR", `${dir} holds ${hasKey ? "key.pem but no cert.pem" : "cert.pem but no key.pem"}: an incomplete identity; restore the missing file or use an empty directory`);
+    throw new CliError(
+      "FILE_ERROR",
+      `${dir} holds ${hasKey ? "key.pem but no cert.pem" : "cert.pem but no key.pem"}: an incomplete identity; restore the missing file or use an empty directory`,
+    );
   }
   const keyMode = (await lstat(keyPath)).mode & 0o777;
   if (keyMode & 0o077) {
-    options.warn?.(`${keyPath} is readable by others (mode ${keyMode.toString(8).padStart(4, "0")}); tightening it to 0600`);
+    options.warn?.(
+      `${keyPath} is readable by others (mode ${keyMode.toString(8).padStart(4, "0")}); tightening it to 0600`,
+    );
     await chmod(keyPath, 0o600).catch(() => undefined);
   }
   const identity = loadMachineIdentity({
@@ -134,9 +159,14 @@ export async function readSession(dir: string): Promise<JoinSession> {
     text = await readFile(path, "utf8");
   } catch (cause) {
     if ((cause as NodeJS.ErrnoException).code === "ENOENT") {
-      throw new CliError("JOIN_SESSION_MISSING", `${path} does not exist: this machine has not registered yet (run register)`);
+      throw new CliError(
+        "JOIN_SESSION_MISSING",
+        `${path} does not exist: this machine has not registered yet (run register)`,
+      );
     }
-    throw new CliError("FILE_ERROR", `cannot read ${path}: ${(cause as NodeJS.ErrnoException).code ?? "error"}`, { cause });
+    throw new CliError("FILE_ERROR", `cannot read ${path}: ${(cause as NodeJS.ErrnoException).code ?? "error"}`, {
+      cause,
+    });
   }
   return parseJoinSession(text);
 }

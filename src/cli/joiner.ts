@@ -13,17 +13,41 @@ import { concealSecrets, writeDelivery, type WrittenDelivery } from "../node/del
 import type { MachineIdentity } from "../node/identity.js";
 import type { JoinTarget } from "../node/joiner.js";
 import type { JoinSession } from "../node/join-session.js";
-import { FINAL_STATES, openSessionConnection, RegistrationEndedError, reportProgress, watchRegistration } from "../node/registration.js";
+import {
+  FINAL_STATES,
+  openSessionConnection,
+  RegistrationEndedError,
+  reportProgress,
+  watchRegistration,
+} from "../node/registration.js";
 import { downloadRelease } from "../node/self-upgrade.js";
 import type { DownloadedRelease, ReleaseProgress, ReleaseUpgrade } from "../release/download.js";
 import { parseResponse, RegistrationSchema } from "../schemas/index.js";
 import type { JoinState, Registration } from "../types.js";
-import { CliError, listFlag, stringFlag, type CommandContext, type CommandSpec, type FlagSpec, type ParsedArgs } from "./args.js";
+import {
+  CliError,
+  listFlag,
+  stringFlag,
+  type CommandContext,
+  type CommandSpec,
+  type FlagSpec,
+  type ParsedArgs,
+} from "./args.js";
 import { IDENTITY_FILES, readTextFile } from "./files.js";
 import { formatBytes } from "./output.js";
 
 /** Every state a registration can be in, for `--wait`. */
-export const JOIN_STATES: readonly JoinState[] = ["needs-upgrade", "pending", "approved", "delivering", "installing", "joined", "failed", "rejected", "expired"];
+export const JOIN_STATES: readonly JoinState[] = [
+  "needs-upgrade",
+  "pending",
+  "approved",
+  "delivering",
+  "installing",
+  "joined",
+  "failed",
+  "rejected",
+  "expired",
+];
 
 /** A release name safe as a directory name: it comes from the cluster and becomes `DIR/release/<version>`. */
 export const SAFE_RELEASE = /^[0-9A-Za-z][0-9A-Za-z._+-]{0,63}$/;
@@ -34,7 +58,8 @@ export const TARGET_FLAGS: Readonly<Record<string, FlagSpec>> = {
     type: "string",
     value: "URL",
     env: "STRATUM_JOIN_URL",
-    description: "the join URL stratum-join://HOST[:PORT]/XXXX-XXXX-XXX (secret: prefer the env var, argv is visible to other local users)",
+    description:
+      "the join URL stratum-join://HOST[:PORT]/XXXX-XXXX-XXX (secret: prefer the env var, argv is visible to other local users)",
   },
   endpoint: { type: "string", value: "HOST[:PORT]", description: "the join listener, instead of --url (with --code)" },
   code: { type: "string", value: "CODE", description: "the join code, instead of --url (with --endpoint)" },
@@ -46,11 +71,15 @@ export function joinTargetOf(args: ParsedArgs, command: CommandSpec): JoinTarget
   const code = stringFlag(args, "code", command);
   // An explicit --endpoint/--code wins over a STRATUM_JOIN_URL left in the environment.
   if (endpoint !== undefined || code !== undefined) {
-    if (endpoint === undefined || code === undefined) throw new CliError("USAGE", "--endpoint and --code go together", { command: command.path.join(" ") });
+    if (endpoint === undefined || code === undefined)
+      throw new CliError("USAGE", "--endpoint and --code go together", { command: command.path.join(" ") });
     return { endpoint, code };
   }
   const url = stringFlag(args, "url", command);
-  if (url === undefined) throw new CliError("USAGE", "--url is required (or set STRATUM_JOIN_URL, or give --endpoint and --code)", { command: command.path.join(" ") });
+  if (url === undefined)
+    throw new CliError("USAGE", "--url is required (or set STRATUM_JOIN_URL, or give --endpoint and --code)", {
+      command: command.path.join(" "),
+    });
   return { url };
 }
 
@@ -63,14 +92,23 @@ export async function trustedKeysOf(args: ParsedArgs): Promise<string[]> {
  * One GET of the registration view over a connection pinned to the session, with no retry:
  * `status` answers what is true now, or says why it cannot.
  */
-export async function fetchRegistration(session: JoinSession, identity: MachineIdentity, signal: AbortSignal): Promise<Registration> {
+export async function fetchRegistration(
+  session: JoinSession,
+  identity: MachineIdentity,
+  signal: AbortSignal,
+): Promise<Registration> {
   const path = `/v1/join/registrations/${encodeURIComponent(session.joinId)}`;
   const connection = await openSessionConnection(session, identity, { signal });
   try {
     const response = await connection.request({ path, signal });
     if (response.status !== 200) {
       const retryAfter = response.headers["retry-after"];
-      throw problemFromBody(response.status, response.json, parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter), `GET ${path}`);
+      throw problemFromBody(
+        response.status,
+        response.json,
+        parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter),
+        `GET ${path}`,
+      );
     }
     const registration = parseResponse(RegistrationSchema, `GET ${path}`, response.json) as Registration;
     if (registration.delivery) concealSecrets(registration.delivery);
@@ -85,7 +123,9 @@ export function describeState(view: Registration): string {
   const extra = (() => {
     switch (view.state) {
       case "needs-upgrade":
-        return view.upgrade ? `must upgrade itself from ${view.upgrade.from} to ${view.upgrade.to} first` : "must upgrade itself first";
+        return view.upgrade
+          ? `must upgrade itself from ${view.upgrade.from} to ${view.upgrade.to} first`
+          : "must upgrade itself first";
       case "pending":
         return `waiting for an operator to approve it (pairing code ${view.pairingCode})`;
       case "approved":
@@ -145,7 +185,10 @@ export async function waitForState(
   try {
     for await (const view of watchRegistration(options.session, options.identity, {
       signal,
-      onRetry: (error, delayMs) => ctx.out.say(`listener unreachable or busy (${(error as { code?: string }).code ?? "error"}); retrying in ${Math.ceil(delayMs / 1000)} s`),
+      onRetry: (error, delayMs) =>
+        ctx.out.say(
+          `listener unreachable or busy (${(error as { code?: string }).code ?? "error"}); retrying in ${Math.ceil(delayMs / 1000)} s`,
+        ),
     })) {
       report(view);
       if (view.delivery && !delivery) {
@@ -158,7 +201,9 @@ export async function waitForState(
     throw new StratumError("REGISTRATION_ENDED", "the registration's watch ended without a view");
   } catch (error) {
     if (timeout?.aborted && !ctx.signal.aborted) {
-      throw new TimeoutError(`the registration did not reach ${options.until} within ${Math.round(options.timeoutMs! / 1000)} s`);
+      throw new TimeoutError(
+        `the registration did not reach ${options.until} within ${Math.round(options.timeoutMs! / 1000)} s`,
+      );
     }
     throw error;
   }
@@ -197,7 +242,15 @@ export async function downloadUpgrade(
   const step = (status: "running" | "done" | "failed", message?: string) =>
     options.session && options.identity
       ? reportProgress(options.session, options.identity, {
-          steps: [{ name: "upgrade/download", title: "Downloading the cluster's release", status, at: new Date().toISOString(), ...(message ? { message } : {}) }],
+          steps: [
+            {
+              name: "upgrade/download",
+              title: "Downloading the cluster's release",
+              status,
+              at: new Date().toISOString(),
+              ...(message ? { message } : {}),
+            },
+          ],
           signal: ctx.signal,
         }).then(
           () => undefined,
@@ -219,7 +272,9 @@ export async function downloadUpgrade(
     });
     ctx.out.clearProgress();
     const total = downloaded.files.reduce((sum, f) => sum + f.size, 0);
-    ctx.out.say(`release ${downloaded.release} verified: ${downloaded.files.length} files, ${formatBytes(total)} (${formatBytes(downloaded.bytesFetched)} fetched), signed by ${downloaded.signedBy.map((k) => k.slice(0, 16)).join(", ")}`);
+    ctx.out.say(
+      `release ${downloaded.release} verified: ${downloaded.files.length} files, ${formatBytes(total)} (${formatBytes(downloaded.bytesFetched)} fetched), signed by ${downloaded.signedBy.map((k) => k.slice(0, 16)).join(", ")}`,
+    );
     await step("done");
     return downloaded;
   } catch (error) {

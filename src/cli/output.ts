@@ -101,7 +101,9 @@ export class Output {
       this.#io.stdout.write(`${JSON.stringify({ error: document }, null, 2)}\n`);
       return exitCode;
     }
-    const lines = [`stratum-join: ${document.message.startsWith(`${document.code}:`) ? document.message : `${document.code}: ${document.message}`}`];
+    const lines = [
+      `stratum-join: ${document.message.startsWith(`${document.code}:`) ? document.message : `${document.code}: ${document.message}`}`,
+    ];
     const fieldErrors = document.errors as { field: string; message: string }[] | undefined;
     for (const problem of fieldErrors ?? []) lines.push(`  - ${problem.field || "(request)"}: ${problem.message}`);
     const details = document.details as Record<string, unknown> | undefined;
@@ -111,9 +113,12 @@ export class Output {
     if (typeof document.retryAfter === "number") lines.push(`  retry in ${document.retryAfter} s`);
     if (typeof document.requestId === "string") lines.push(`  request id: ${document.requestId}`);
     if (ATTACK_CODES.has(document.code)) {
-      lines.push("  Someone may be on the line between this machine and the cluster. Do not approve this machine, do not retry blindly.");
+      lines.push(
+        "  Someone may be on the line between this machine and the cluster. Do not approve this machine, do not retry blindly.",
+      );
     }
-    if (document.code === "USAGE" && options.usageOf !== undefined) lines.push(`Run 'stratum-join ${options.usageOf}${options.usageOf ? " " : ""}--help' for usage.`);
+    if (document.code === "USAGE" && options.usageOf !== undefined)
+      lines.push(`Run 'stratum-join ${options.usageOf}${options.usageOf ? " " : ""}--help' for usage.`);
     if (this.#io.env.STRATUM_DEBUG && error instanceof Error && error.stack) lines.push(error.stack);
     this.#io.stderr.write(`${lines.join("\n")}\n`);
     return exitCode;
@@ -130,7 +135,23 @@ export interface ErrorDocument {
 
 // The fields a caller may branch on, per error class (StratumApiError, JoinCodeError,
 // JoinProtocolError, release errors). Read by name so a copy of the SDK from another realm works.
-const FIELDS = ["status", "requestId", "title", "detail", "errors", "details", "retryAfter", "reason", "position", "character", "suggestion", "check", "rule", "path", "attempts"] as const;
+const FIELDS = [
+  "status",
+  "requestId",
+  "title",
+  "detail",
+  "errors",
+  "details",
+  "retryAfter",
+  "reason",
+  "position",
+  "character",
+  "suggestion",
+  "check",
+  "rule",
+  "path",
+  "attempts",
+] as const;
 
 /** The JSON form of any error a command threw. */
 export function errorDocument(error: unknown, exitCode: number): ErrorDocument {
@@ -189,6 +210,10 @@ export function formatBytes(bytes: number): string {
 /** A plain text table: a header row and left-aligned columns. */
 export function table(headers: readonly string[], rows: readonly (readonly string[])[]): string[] {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const line = (cells: readonly string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd();
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join("  ")
+      .trimEnd();
   return [line(headers), ...rows.map(line)];
 }

@@ -6,7 +6,15 @@
 
 import packageJson from "../../package.json" with { type: "json" };
 import { CliError, commandHelp, parseCommandArgs, type CommandSpec } from "./args.js";
-import { adminApprove, adminCodes, adminJoins, adminMint, adminReject, adminRetry, adminRevoke } from "./commands/admin.js";
+import {
+  adminApprove,
+  adminCodes,
+  adminJoins,
+  adminMint,
+  adminReject,
+  adminRetry,
+  adminRevoke,
+} from "./commands/admin.js";
 import { check } from "./commands/check.js";
 import { codeCheck } from "./commands/code.js";
 import { register } from "./commands/register.js";
@@ -55,7 +63,7 @@ function mainHelp(): string {
     "Commands:",
     ...COMMANDS.map((c) => `  ${c.path.join(" ").padEnd(width)}  ${c.summary}`),
     "",
-    "Every command takes --json (one JSON document on stdout; errors as {\"error\":{\"code\",...}})",
+    'Every command takes --json (one JSON document on stdout; errors as {"error":{"code",...}})',
     "and --help. Exit codes are documented per error code in the README (CLI reference).",
     "",
   ].join("\n");
@@ -133,7 +141,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     }
     if (!json) io.stderr.write(mainHelp());
     const flag = argv.find((a) => a.startsWith("-") && !GLOBAL_FLAGS.has(a));
-    return out.error(new CliError("USAGE", flag ? `unknown flag ${flag} (flags go after the command)` : "no command given"), { usageOf: "" });
+    return out.error(
+      new CliError("USAGE", flag ? `unknown flag ${flag} (flags go after the command)` : "no command given"),
+      { usageOf: "" },
+    );
   }
   if (words[0] === "help") {
     io.stdout.write(mainHelp());

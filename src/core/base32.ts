@@ -50,9 +50,7 @@ export function encodeBase32Bits(bytes: Uint8Array, symbols: number): string {
 }
 
 /** What {@link readSymbols} found: the canonical symbols, or the first character it cannot read. */
-export type SymbolReading =
-  | { ok: true; symbols: string }
-  | { ok: false; position: number; character: string };
+export type SymbolReading = { ok: true; symbols: string } | { ok: false; position: number; character: string };
 
 // Dashes of any kind (a pasted en dash is still a dash) and the minus sign.
 const SEPARATOR = /^[\s\p{Pd}\u2212]$/u;

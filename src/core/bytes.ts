@@ -39,7 +39,12 @@ function malformed(what: string): StratumError {
   return new StratumError("BASE64_MALFORMED", `not valid ${what}`);
 }
 
-function decode(text: string, lookup: Int16Array, what: string, padding: "required" | "optional"): Uint8Array<ArrayBuffer> {
+function decode(
+  text: string,
+  lookup: Int16Array,
+  what: string,
+  padding: "required" | "optional",
+): Uint8Array<ArrayBuffer> {
   let body = text;
   if (padding === "required") {
     if (text.length % 4 !== 0) throw malformed(what);

@@ -9,7 +9,14 @@
  */
 
 import { JoinCodeError } from "../errors/index.js";
-import { CROCKFORD_ALPHABET, describeCharacter, encodeBase32Bits, readSymbols, symbolOf, symbolValue } from "./base32.js";
+import {
+  CROCKFORD_ALPHABET,
+  describeCharacter,
+  encodeBase32Bits,
+  readSymbols,
+  symbolOf,
+  symbolValue,
+} from "./base32.js";
 
 /** Symbols in a join code, the check symbol included. */
 export const JOIN_CODE_LENGTH = 11;

@@ -98,7 +98,10 @@ function checkHost(raw: string, where: string): string {
   }
   if (/^[\d.]+$/.test(host)) {
     if (isIPv4(host)) return host;
-    throw new JoinUrlError("host", `the ${where}'s host is not a valid IPv4 address (four numbers 0-255, no leading zeros)`);
+    throw new JoinUrlError(
+      "host",
+      `the ${where}'s host is not a valid IPv4 address (four numbers 0-255, no leading zeros)`,
+    );
   }
   if (isHostName(host)) return host;
   throw new JoinUrlError(
@@ -132,18 +135,25 @@ function parseAuthority(authority: string, where: string, bareIPv6: boolean): Jo
     if (close < 0) throw new JoinUrlError("host", `the ${where}'s IPv6 host has no closing bracket`);
     const inner = authority.slice(1, close);
     if (!inner.includes(":") || !isIPv6(inner)) {
-      throw new JoinUrlError("host", `the ${where}'s bracketed host is not a valid IPv6 address (zone ids are not supported)`);
+      throw new JoinUrlError(
+        "host",
+        `the ${where}'s bracketed host is not a valid IPv6 address (zone ids are not supported)`,
+      );
     }
     const rest = authority.slice(close + 1);
     if (rest === "") return endpointOf(inner.toLowerCase(), DEFAULT_JOIN_PORT);
-    if (!rest.startsWith(":")) throw new JoinUrlError("host", `the ${where} has text after its IPv6 host's closing bracket`);
+    if (!rest.startsWith(":"))
+      throw new JoinUrlError("host", `the ${where} has text after its IPv6 host's closing bracket`);
     return endpointOf(inner.toLowerCase(), checkPort(rest.slice(1), where));
   }
   const colons = authority.split(":").length - 1;
   if (colons === 0) return endpointOf(checkHost(authority, where), DEFAULT_JOIN_PORT);
   if (colons > 1) {
     if (bareIPv6 && isIPv6(authority)) return endpointOf(authority.toLowerCase(), DEFAULT_JOIN_PORT);
-    throw new JoinUrlError("host", `the ${where}'s host looks like an IPv6 address; write it in brackets, e.g. [fd00::1]:${DEFAULT_JOIN_PORT}`);
+    throw new JoinUrlError(
+      "host",
+      `the ${where}'s host looks like an IPv6 address; write it in brackets, e.g. [fd00::1]:${DEFAULT_JOIN_PORT}`,
+    );
   }
   const at = authority.indexOf(":");
   return endpointOf(checkHost(authority.slice(0, at), where), checkPort(authority.slice(at + 1), where));
@@ -231,8 +241,7 @@ export function parseJoinUrl(url: string): JoinUrl {
 
 /** What {@link formatJoinUrl} needs: an endpoint string, or a host and optional port; and the code. */
 export type JoinUrlParts =
-  | { endpoint: string; code: string | JoinCode }
-  | { host: string; port?: number | undefined; code: string | JoinCode };
+  { endpoint: string; code: string | JoinCode } | { host: string; port?: number | undefined; code: string | JoinCode };
 
 /**
  * `stratum-join://HOST[:PORT]/XXXX-XXXX-XXX`, the port omitted when it is

@@ -82,7 +82,8 @@ const FINGERPRINT = /^[0-9A-F]{2}(?::[0-9A-F]{2}){31}$/;
 /** A SHA-256 fingerprint in colon hex, upper-cased; refused when it is not 32 pairs. */
 function normalizeFingerprint(value: string, name: string): string {
   const upper = typeof value === "string" ? value.toUpperCase() : "";
-  if (!FINGERPRINT.test(upper)) throw invalid(`${name} is not a SHA-256 fingerprint in colon hex (32 pairs like 7D:9F:…)`);
+  if (!FINGERPRINT.test(upper))
+    throw invalid(`${name} is not a SHA-256 fingerprint in colon hex (32 pairs like 7D:9F:…)`);
   return upper;
 }
 
@@ -153,7 +154,11 @@ export async function serverBinding(ks: Uint8Array, transcript: Uint8Array): Pro
  * joiner) in constant time: the MAC comparison is Web Crypto's HMAC verify. False, never a
  * throw, for an absent, malformed or wrong value; surrounding white space is ignored.
  */
-export async function verifyBinding(key: Uint8Array, transcript: Uint8Array, headerValue: string | null | undefined): Promise<boolean> {
+export async function verifyBinding(
+  key: Uint8Array,
+  transcript: Uint8Array,
+  headerValue: string | null | undefined,
+): Promise<boolean> {
   if (typeof headerValue !== "string") return false;
   let mac: Uint8Array<ArrayBuffer>;
   try {
@@ -216,7 +221,10 @@ export function parsePairingCode(input: string): string {
   const code = reading.symbols;
   if (code.length === 0) throw new PairingCodeError("empty", "no pairing code was given");
   if (code.length !== PAIRING_CODE_LENGTH) {
-    throw new PairingCodeError("length", `a pairing code has ${PAIRING_CODE_LENGTH} symbols (XXX-XXX), this one has ${code.length}`);
+    throw new PairingCodeError(
+      "length",
+      `a pairing code has ${PAIRING_CODE_LENGTH} symbols (XXX-XXX), this one has ${code.length}`,
+    );
   }
   return code;
 }

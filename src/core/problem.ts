@@ -37,10 +37,19 @@ export async function problemFromResponse(response: Response, operation: string)
  * was not JSON), for transports that are not `fetch` (the joiner's pinned connection). Same
  * rules as {@link problemFromResponse}.
  */
-export function problemFromBody(status: number, body: unknown, retryAfter: number | undefined, operation: string): StratumApiError {
+export function problemFromBody(
+  status: number,
+  body: unknown,
+  retryAfter: number | undefined,
+  operation: string,
+): StratumApiError {
   const problem = readProblem(body);
   if (!problem) {
-    return new StratumApiError(status, { detail: `${operation} answered HTTP ${status} without a problem document` }, retryAfter);
+    return new StratumApiError(
+      status,
+      { detail: `${operation} answered HTTP ${status} without a problem document` },
+      retryAfter,
+    );
   }
   return new StratumApiError(status, problem, retryAfter);
 }
@@ -61,9 +70,10 @@ function readProblem(value: unknown): ProblemBody | undefined {
   text("code");
   if (typeof value.status === "number") problem.status = value.status;
   if (Array.isArray(value.errors)) {
-    problem.errors = value.errors.filter(isRecord).map(
-      (e): FieldProblem => ({ field: typeof e.field === "string" ? e.field : "", message: typeof e.message === "string" ? e.message : "" }),
-    );
+    problem.errors = value.errors.filter(isRecord).map((e): FieldProblem => ({
+      field: typeof e.field === "string" ? e.field : "",
+      message: typeof e.message === "string" ? e.message : "",
+    }));
   }
   if (isRecord(value.details)) problem.details = redact(value.details);
   // A JSON object with none of the problem's identifying fields is some other document.

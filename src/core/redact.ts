@@ -60,7 +60,8 @@ function copy(value: unknown, seen: WeakSet<object>): unknown {
   const out: Record<string, unknown> = {};
   for (const key of keys) {
     const field = source[key];
-    out[key] = (always.has(key) || hidden.has(key)) && field !== undefined && field !== null ? REDACTED : copy(field, seen);
+    out[key] =
+      (always.has(key) || hidden.has(key)) && field !== undefined && field !== null ? REDACTED : copy(field, seen);
   }
   seen.delete(value);
   return out;

@@ -30,7 +30,11 @@ export interface BackoffOptions {
  * [0, min(max, base * 2^attempt)], so that many joiners knocked off together by a restart do
  * not come back together.
  */
-export function backoffDelay(attempt: number, options: BackoffOptions = {}, random: () => number = Math.random): number {
+export function backoffDelay(
+  attempt: number,
+  options: BackoffOptions = {},
+  random: () => number = Math.random,
+): number {
   const base = options.baseMs ?? 500;
   const max = options.maxMs ?? 30_000;
   const ceiling = Math.min(max, base * 2 ** Math.min(attempt, 30));
@@ -45,7 +49,11 @@ export const MAX_RETRY_AFTER_MS = 600_000;
  * it said, capped at {@link MAX_RETRY_AFTER_MS} but never by the backoff's own `maxMs` (the
  * server knows how long it is busy), else {@link backoffDelay}.
  */
-export function retryDelay(attempt: number, retryAfterSeconds: number | undefined, options: BackoffOptions = {}): number {
+export function retryDelay(
+  attempt: number,
+  retryAfterSeconds: number | undefined,
+  options: BackoffOptions = {},
+): number {
   if (retryAfterSeconds !== undefined) return Math.min(retryAfterSeconds * 1000, MAX_RETRY_AFTER_MS);
   return backoffDelay(attempt, options);
 }

@@ -115,7 +115,9 @@ export class StratumApiError extends StratumError {
     this.requestId = problem.requestId;
     this.title = problem.title;
     this.detail = problem.detail;
-    this.errors = Array.isArray(problem.errors) ? problem.errors.map((e) => ({ field: String(e.field ?? ""), message: String(e.message ?? "") })) : [];
+    this.errors = Array.isArray(problem.errors)
+      ? problem.errors.map((e) => ({ field: String(e.field ?? ""), message: String(e.message ?? "") }))
+      : [];
     this.details = problem.details && typeof problem.details === "object" ? problem.details : undefined;
     this.retryAfter = retryAfter;
   }

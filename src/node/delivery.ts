@@ -80,7 +80,11 @@ export async function writeDelivery(dir: string, delivery: Delivery): Promise<Wr
     await write("nodeYaml", "node.yaml", delivery.nodeYaml);
     const publicBundle: Record<string, unknown> = {};
     for (const [key, value] of Object.entries(bundle)) if (!BUNDLE_SECRETS.includes(key)) publicBundle[key] = value;
-    await write("bundle", "bundle.json", `${JSON.stringify({ nodeId: delivery.nodeId, bundle: publicBundle }, null, 2)}\n`);
+    await write(
+      "bundle",
+      "bundle.json",
+      `${JSON.stringify({ nodeId: delivery.nodeId, bundle: publicBundle }, null, 2)}\n`,
+    );
     if (bundle.caBundle) await write("caBundle", "ca.pem", bundle.caBundle);
     if (bundle.nodeCert) await write("nodeCert", "node.crt", bundle.nodeCert);
     for (const field of BUNDLE_SECRETS) {
@@ -93,14 +97,21 @@ export async function writeDelivery(dir: string, delivery: Delivery): Promise<Wr
     await fsyncDir(staging);
 
     const old = join(parent, `.${basename(target)}.old-${suffix}`);
-    const existed = await stat(target).then(() => true, () => false);
+    const existed = await stat(target).then(
+      () => true,
+      () => false,
+    );
     if (existed) await rename(target, old);
     await rename(staging, target);
     await fsyncDir(parent);
     if (existed) await rm(old, { recursive: true, force: true });
   } catch (error) {
     await rm(staging, { recursive: true, force: true }).catch(() => undefined);
-    throw new StratumError("DELIVERY_WRITE_FAILED", `could not write the delivery to ${target}: ${(error as Error).message}`, { cause: error });
+    throw new StratumError(
+      "DELIVERY_WRITE_FAILED",
+      `could not write the delivery to ${target}: ${(error as Error).message}`,
+      { cause: error },
+    );
   }
   const files: Record<string, string> = {};
   for (const [role, name] of Object.entries(relative)) files[role] = join(target, name);

@@ -47,7 +47,11 @@ export class JoinProtocolError extends StratumError {
   /** With `LISTENER_CERTIFICATE`: the check that failed. */
   readonly check: ListenerCertificateCheck | undefined;
 
-  constructor(code: JoinProtocolErrorCode, message: string, options?: { cause?: unknown; check?: ListenerCertificateCheck }) {
+  constructor(
+    code: JoinProtocolErrorCode,
+    message: string,
+    options?: { cause?: unknown; check?: ListenerCertificateCheck },
+  ) {
     super(code, message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = "JoinProtocolError";
     this.check = options?.check;

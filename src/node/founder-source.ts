@@ -6,7 +6,12 @@
  * @module
  */
 import { http1Get } from "../release/http1.js";
-import { encodeReleasePath, requestHeaders, type ReleaseFetchResponse, type ReleaseSource } from "../release/sources.js";
+import {
+  encodeReleasePath,
+  requestHeaders,
+  type ReleaseFetchResponse,
+  type ReleaseSource,
+} from "../release/sources.js";
 import type { MachineIdentity } from "./identity.js";
 import type { JoinSession } from "./join-session.js";
 import { connectPinnedSocket } from "./pinned-connection.js";

@@ -87,10 +87,14 @@ function keyAlgorithm(key: KeyObject): string | undefined {
  * @param options.commonName the certificate's CN (default `stratum-join machine`); public,
  *   shown in server logs, so no secret in it
  */
-export async function createMachineIdentity(options: { algorithm?: IdentityAlgorithm; commonName?: string } = {}): Promise<MachineIdentity> {
+export async function createMachineIdentity(
+  options: { algorithm?: IdentityAlgorithm; commonName?: string } = {},
+): Promise<MachineIdentity> {
   const algorithm = options.algorithm ?? DEFAULT_ALGORITHM;
-  const params: EcKeyGenParams | Algorithm = algorithm === "Ed25519" ? { name: "Ed25519" } : { name: "ECDSA", namedCurve: "P-256" };
-  const signingAlgorithm: Algorithm | EcdsaParams = algorithm === "Ed25519" ? { name: "Ed25519" } : { name: "ECDSA", hash: "SHA-256" };
+  const params: EcKeyGenParams | Algorithm =
+    algorithm === "Ed25519" ? { name: "Ed25519" } : { name: "ECDSA", namedCurve: "P-256" };
+  const signingAlgorithm: Algorithm | EcdsaParams =
+    algorithm === "Ed25519" ? { name: "Ed25519" } : { name: "ECDSA", hash: "SHA-256" };
   const keys = (await crypto.subtle.generateKey(params, true, ["sign", "verify"])) as CryptoKeyPair;
   const commonName = (options.commonName ?? "stratum-join machine").replace(/[\\,+"<>;=#]/g, (c) => `\\${c}`);
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
@@ -106,7 +110,9 @@ export async function createMachineIdentity(options: { algorithm?: IdentityAlgor
     ],
   });
   const certPem = normalizePem(cert.toString("pem"));
-  const keyPem = normalizePem(x509.PemConverter.encode(await crypto.subtle.exportKey("pkcs8", keys.privateKey), "PRIVATE KEY"));
+  const keyPem = normalizePem(
+    x509.PemConverter.encode(await crypto.subtle.exportKey("pkcs8", keys.privateKey), "PRIVATE KEY"),
+  );
   return new Identity(certPem, keyPem, spkiFingerprint(certPem));
 }
 
@@ -131,12 +137,16 @@ export function loadMachineIdentity(stored: { certPem: string; keyPem: string })
     throw new IdentityError("the identity's key is not an unencrypted PEM private key");
   }
   if (keyAlgorithm(key) === undefined) {
-    throw new IdentityError(`the identity's key type (${key.asymmetricKeyType ?? "unknown"}) is not supported for TLS 1.3 client authentication`);
+    throw new IdentityError(
+      `the identity's key type (${key.asymmetricKeyType ?? "unknown"}) is not supported for TLS 1.3 client authentication`,
+    );
   }
   // Compare public keys rather than trusting checkPrivateKey alone: both must agree.
   const matches =
     cert.checkPrivateKey(key) &&
-    createPublicKey(key).export({ type: "spki", format: "der" }).equals(cert.publicKey.export({ type: "spki", format: "der" }));
+    createPublicKey(key)
+      .export({ type: "spki", format: "der" })
+      .equals(cert.publicKey.export({ type: "spki", format: "der" }));
   if (!matches) throw new IdentityError("the identity's key does not belong to its certificate");
   const certPem = cert.toString();
   const keyPem = key.export({ type: "pkcs8", format: "pem" }).toString();

@@ -35,7 +35,12 @@ export {
 } from "./registration.js";
 export { writeDelivery, concealSecrets, type WrittenDelivery } from "./delivery.js";
 export { collectInventory, type CollectInventoryOptions } from "./inventory/index.js";
-export { JoinProtocolError, IdentityError, type JoinProtocolErrorCode, type ListenerCertificateCheck } from "./errors.js";
+export {
+  JoinProtocolError,
+  IdentityError,
+  type JoinProtocolErrorCode,
+  type ListenerCertificateCheck,
+} from "./errors.js";
 export { spkiFingerprint, caFingerprint } from "./pki.js";
 export * from "../release/index.js";
 // The joiner's downloadRelease also takes the join session and identity, for a served release.

@@ -65,7 +65,10 @@ export function parseJoinSession(json: string | unknown): JoinSession {
   const parsed = JoinSessionJson.safeParse(value);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new StratumError("JOIN_SESSION_INVALID", `the join session is malformed: ${issue ? `${issue.path.join(".") || "(document)"}: ${issue.message}` : "unknown shape"}`);
+    throw new StratumError(
+      "JOIN_SESSION_INVALID",
+      `the join session is malformed: ${issue ? `${issue.path.join(".") || "(document)"}: ${issue.message}` : "unknown shape"}`,
+    );
   }
   const session = parsed.data;
   const endpoint = formatEndpoint(parseEndpoint(session.endpoint), { includeDefaultPort: true });

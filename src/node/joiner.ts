@@ -20,7 +20,15 @@ import { X509Certificate } from "node:crypto";
 import { fromBase64Url } from "../core/bytes.js";
 import { parseJoinCode, type JoinCode } from "../core/join-code.js";
 import { formatEndpoint, parseEndpoint, parseJoinUrl } from "../core/join-url.js";
-import { bindingTranscript, clientBinding, deriveBindingKeys, derivePairingCode, formatPairingCode, parsePairingCode, verifyBinding } from "../core/pairing.js";
+import {
+  bindingTranscript,
+  clientBinding,
+  deriveBindingKeys,
+  derivePairingCode,
+  formatPairingCode,
+  parsePairingCode,
+  verifyBinding,
+} from "../core/pairing.js";
 import { throwIfAborted } from "../core/retry.js";
 import { StratumApiError, StratumError } from "../errors/index.js";
 import { CodeCheckSchema, PakeChallengeSchema, parseResponse, RegistrationSchema } from "../schemas/index.js";
@@ -30,13 +38,23 @@ import { JoinProtocolError } from "./errors.js";
 import { createThrowawayIdentity, type MachineIdentity } from "./identity.js";
 import type { JoinSession } from "./join-session.js";
 import { finishLogin, startLogin } from "./opaque.js";
-import { openPinnedConnection, refusalOf, responseHeader, type PinnedConnection, type PinnedResponse } from "./pinned-connection.js";
+import {
+  openPinnedConnection,
+  refusalOf,
+  responseHeader,
+  type PinnedConnection,
+  type PinnedResponse,
+} from "./pinned-connection.js";
 import { caFingerprint, verifyListenerCertificate } from "./pki.js";
 
 /** Where the join listener is and which code to prove: a join URL, or an endpoint and a code. */
 export type JoinTarget =
   | { /** `stratum-join://HOST[:PORT]/XXXX-XXXX-XXX` */ url: string; endpoint?: never; code?: never }
-  | { url?: never; /** `host` or `host:port` (9444 by default) */ endpoint: string; /** the join code, in any accepted spelling */ code: string };
+  | {
+      url?: never;
+      /** `host` or `host:port` (9444 by default) */ endpoint: string;
+      /** the join code, in any accepted spelling */ code: string;
+    };
 
 /** Options every call that proves a code takes. */
 export interface ProveOptions {
@@ -110,14 +128,23 @@ function readTarget(target: JoinTarget): Target {
   }
   const endpoint = parseEndpoint(target.endpoint);
   const code = parseJoinCode(target.code);
-  return { host: endpoint.host, port: endpoint.port, endpoint: formatEndpoint(endpoint, { includeDefaultPort: true }), code };
+  return {
+    host: endpoint.host,
+    port: endpoint.port,
+    endpoint: formatEndpoint(endpoint, { includeDefaultPort: true }),
+    code,
+  };
 }
 
 function pemToDer(pem: string): Uint8Array {
   try {
     return new Uint8Array(new X509Certificate(pem).raw);
   } catch (cause) {
-    throw new JoinProtocolError("LISTENER_CERTIFICATE", "the listener's answer carries no readable cluster CA certificate", { cause, check: "missing" });
+    throw new JoinProtocolError(
+      "LISTENER_CERTIFICATE",
+      "the listener's answer carries no readable cluster CA certificate",
+      { cause, check: "missing" },
+    );
   }
 }
 
@@ -138,7 +165,12 @@ interface Proof {
  * Steps 2–4 on `connection`: KE1/KE2, `finishLogin`, the listener's leaf, the binding.
  * Returns only when the listener proved the code and its certificate passed every check.
  */
-async function proveCode(connection: PinnedConnection, target: Target, keyFingerprint: string, signal?: AbortSignal): Promise<Proof> {
+async function proveCode(
+  connection: PinnedConnection,
+  target: Target,
+  keyFingerprint: string,
+  signal?: AbortSignal,
+): Promise<Proof> {
   const login = await startLogin(target.code.code);
   const response = await connection.request({
     method: "POST",
@@ -206,7 +238,10 @@ async function proveAndCall(
     try {
       const proof = await proveCode(connection, target, identity.keyFingerprint, options.signal);
       if (!connection.alive) {
-        throw new JoinProtocolError("CONNECTION_CHANGED", "the join listener closed the connection before KE3; the proof is bound to it");
+        throw new JoinProtocolError(
+          "CONNECTION_CHANGED",
+          "the join listener closed the connection before KE3; the proof is bound to it",
+        );
       }
       ke3Sent = true;
       const response = await connection.request({
@@ -256,7 +291,11 @@ export async function checkJoinCode(options: CheckJoinCodeOptions): Promise<Code
     target,
     identity,
     "/v1/join/code-checks",
-    (pake) => ({ pake, release: options.release, ...(options.selfUpgrade !== undefined ? { selfUpgrade: options.selfUpgrade } : {}) }),
+    (pake) => ({
+      pake,
+      release: options.release,
+      ...(options.selfUpgrade !== undefined ? { selfUpgrade: options.selfUpgrade } : {}),
+    }),
     options,
   );
   const check = parseResponse(CodeCheckSchema, "POST /v1/join/code-checks", response.json);

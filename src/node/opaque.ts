@@ -71,7 +71,12 @@ export interface ClientLoginFinish {
  * @param options.code the same canonical code
  * @param options.caDer the CA certificate the listener sent with KE2, DER
  */
-export async function finishLogin(options: { state: string; ke2: string; code: string; caDer: Uint8Array }): Promise<ClientLoginFinish | undefined> {
+export async function finishLogin(options: {
+  state: string;
+  ke2: string;
+  code: string;
+  caDer: Uint8Array;
+}): Promise<ClientLoginFinish | undefined> {
   await opaque.ready;
   let result: ReturnType<typeof opaque.client.finishLogin>;
   try {
@@ -99,7 +104,12 @@ export async function finishLogin(options: { state: string; ke2: string; code: s
  * @param options.code the canonical join code
  * @param options.caDer the cluster root CA the code is minted under, DER
  */
-export async function createJoinCodeRecord(options: { serverSetup: string; codeId: string; code: string; caDer: Uint8Array }): Promise<string> {
+export async function createJoinCodeRecord(options: {
+  serverSetup: string;
+  codeId: string;
+  code: string;
+  caDer: Uint8Array;
+}): Promise<string> {
   await opaque.ready;
   const { clientRegistrationState, registrationRequest } = opaque.client.startRegistration({ password: options.code });
   const { registrationResponse } = opaque.server.createRegistrationResponse({
@@ -168,7 +178,11 @@ export async function startServerLogin(options: {
  * @param options.ke3 the joiner's KE3
  * @param options.caDer the same CA as in {@link startServerLogin}
  */
-export async function finishServerLogin(options: { state: string; ke3: string; caDer: Uint8Array }): Promise<Uint8Array | undefined> {
+export async function finishServerLogin(options: {
+  state: string;
+  ke3: string;
+  caDer: Uint8Array;
+}): Promise<Uint8Array | undefined> {
   await opaque.ready;
   try {
     const { sessionKey } = opaque.server.finishLogin({

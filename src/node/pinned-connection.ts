@@ -17,7 +17,13 @@ import * as tls from "node:tls";
 import { Client, type Dispatcher } from "undici";
 import { problemFromBody } from "../core/problem.js";
 import { parseRetryAfter } from "../core/retry.js";
-import { NetworkError, ResponseValidationError, StratumApiError, StratumError, TimeoutError } from "../errors/index.js";
+import {
+  NetworkError,
+  ResponseValidationError,
+  type StratumApiError,
+  StratumError,
+  TimeoutError,
+} from "../errors/index.js";
 import { JoinProtocolError } from "./errors.js";
 import type { MachineIdentity } from "./identity.js";
 import { spkiFingerprint, verifyListenerCertificate } from "./pki.js";
@@ -111,7 +117,12 @@ export function responseHeader(response: PinnedResponse, name: string): string |
 
 /** The refusal (a 4xx/5xx answer) of a call on the listener as a typed error, `Retry-After` included. */
 export function refusalOf(response: PinnedResponse, operation: string): StratumApiError {
-  return problemFromBody(response.status, response.json, parseRetryAfter(responseHeader(response, "retry-after")), operation);
+  return problemFromBody(
+    response.status,
+    response.json,
+    parseRetryAfter(responseHeader(response, "retry-after")),
+    operation,
+  );
 }
 
 /** A TLS 1.3 connection to the listener, held for one exchange, with an HTTP client on it. */
@@ -199,7 +210,12 @@ export function connectPinnedSocket(options: OpenPinnedConnectionOptions, onread
       ...(onread ? ({ onread } as object) : {}),
     });
     const timer = setTimeout(
-      () => fail(new TimeoutError(`no TLS connection to ${options.host}:${options.port} within ${options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS} ms`)),
+      () =>
+        fail(
+          new TimeoutError(
+            `no TLS connection to ${options.host}:${options.port} within ${options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS} ms`,
+          ),
+        ),
       options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
     );
     const onAbort = (): void => fail(signal?.reason);
@@ -207,7 +223,11 @@ export function connectPinnedSocket(options: OpenPinnedConnectionOptions, onread
     const onError = (error: Error): void =>
       fail(
         tcpConnected
-          ? new JoinProtocolError("TLS_FAILED", `TLS 1.3 handshake with ${options.host}:${options.port} failed: ${error.message}`, { cause: error })
+          ? new JoinProtocolError(
+              "TLS_FAILED",
+              `TLS 1.3 handshake with ${options.host}:${options.port} failed: ${error.message}`,
+              { cause: error },
+            )
           : new NetworkError(`cannot connect to ${options.host}:${options.port}: ${error.message}`, { cause: error }),
       );
     const onClose = (): void => onError(new Error("the connection closed during the handshake"));
@@ -232,11 +252,16 @@ export function connectPinnedSocket(options: OpenPinnedConnectionOptions, onread
     socket.once("secureConnect", () => {
       if (settled) return;
       try {
-        if (socket.getProtocol() !== "TLSv1.3") throw new JoinProtocolError("TLS_FAILED", "the listener did not speak TLS 1.3");
+        if (socket.getProtocol() !== "TLSv1.3")
+          throw new JoinProtocolError("TLS_FAILED", "the listener did not speak TLS 1.3");
         if (options.ca) {
           verifyListenerCertificate({ chain: peerChainOf(socket), caDer: options.ca, dialledHost: host });
           if (!socket.authorized) {
-            throw new JoinProtocolError("LISTENER_CERTIFICATE", `listener certificate: refused by OpenSSL against the pinned CA (${String(socket.authorizationError)})`, { check: "chain" });
+            throw new JoinProtocolError(
+              "LISTENER_CERTIFICATE",
+              `listener certificate: refused by OpenSSL against the pinned CA (${String(socket.authorizationError)})`,
+              { check: "chain" },
+            );
           }
         }
       } catch (error) {
@@ -331,7 +356,13 @@ async function sendRequest(client: Client, request: PinnedRequest): Promise<Pinn
   const maxBodyBytes = request.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const { signal } = request;
   try {
-    const response = await client.request({ method, path: request.path, headers, body: body ?? null, signal: signal ?? null });
+    const response = await client.request({
+      method,
+      path: request.path,
+      headers,
+      body: body ?? null,
+      signal: signal ?? null,
+    });
     const chunks: Uint8Array[] = [];
     let total = 0;
     for await (const chunk of response.body) {

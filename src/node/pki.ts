@@ -123,7 +123,10 @@ export interface NodeCertificateOptions {
 
 /** Upper-case hex pairs joined by colons, e.g. `AB:01:…`. */
 function colonHex(bytes: Uint8Array): string {
-  return Buffer.from(bytes).toString("hex").toUpperCase().replace(/(..)(?!$)/g, "$1:");
+  return Buffer.from(bytes)
+    .toString("hex")
+    .toUpperCase()
+    .replace(/(..)(?!$)/g, "$1:");
 }
 
 function sha256(bytes: Uint8Array): Uint8Array {
@@ -179,7 +182,8 @@ function pkcs8Pem(der: ArrayBuffer): string {
 
 function validity(validDays: number | undefined, fallbackDays: number): { notBefore: Date; notAfter: Date } {
   const days = validDays ?? fallbackDays;
-  if (!Number.isFinite(days) || days <= 0) throw new StratumError("INVALID_ARGUMENT", "validDays must be a positive number");
+  if (!Number.isFinite(days) || days <= 0)
+    throw new StratumError("INVALID_ARGUMENT", "validDays must be a positive number");
   const now = Date.now();
   return { notBefore: new Date(now - BACKDATE_MS), notAfter: new Date(now + days * DAY_MS) };
 }
@@ -212,7 +216,10 @@ export function ipBytes(ip: string): Uint8Array | undefined {
   let tail: number[] = [];
   const lastColon = text.lastIndexOf(":");
   if (text.slice(lastColon + 1).includes(".")) {
-    tail = text.slice(lastColon + 1).split(".").map(Number);
+    tail = text
+      .slice(lastColon + 1)
+      .split(".")
+      .map(Number);
     text = `${text.slice(0, lastColon + 1)}0:0`;
   }
   const [head, rest] = text.split("::") as [string, string | undefined];
@@ -246,7 +253,9 @@ function sanEntries(hosts: readonly string[]): X509.JsonGeneralName[] {
     if (family !== 0) return { type: "ip", value: bare };
     const name = dnsName(host);
     // A SAN dNSName is an IA5 host name; refusing anything else keeps a typo from being signed.
-    if (!/^(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$/.test(name)) {
+    if (
+      !/^(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$/.test(name)
+    ) {
       throw new StratumError("INVALID_ARGUMENT", `not a DNS name or IP address: ${JSON.stringify(host)}`);
     }
     return { type: "dns", value: name };
@@ -282,10 +291,14 @@ export async function createClusterCa(options: { commonName?: string; validDays?
 }
 
 /** Loads the CA's certificate and signing key for issuing. */
-async function caSigner(ca: Pick<ClusterCa, "certPem" | "keyPem">): Promise<{ cert: X509.X509Certificate; key: CryptoKey }> {
+async function caSigner(
+  ca: Pick<ClusterCa, "certPem" | "keyPem">,
+): Promise<{ cert: X509.X509Certificate; key: CryptoKey }> {
   try {
     const cert = new x509.X509Certificate(ca.certPem);
-    const key = await crypto.subtle.importKey("pkcs8", x509.PemConverter.decodeFirst(ca.keyPem), EC_P256, false, ["sign"]);
+    const key = await crypto.subtle.importKey("pkcs8", x509.PemConverter.decodeFirst(ca.keyPem), EC_P256, false, [
+      "sign",
+    ]);
     return { cert, key };
   } catch (cause) {
     throw new StratumError("INVALID_ARGUMENT", "the CA certificate or key cannot be loaded", { cause });
@@ -343,7 +356,8 @@ export async function issueListenerCertificate(
   ca: Pick<ClusterCa, "certPem" | "keyPem">,
   options: { hosts: readonly string[]; validDays?: number },
 ): Promise<IssuedCertificate> {
-  if (options.hosts.length === 0) throw new StratumError("INVALID_ARGUMENT", "a listener certificate needs at least one host");
+  if (options.hosts.length === 0)
+    throw new StratumError("INVALID_ARGUMENT", "a listener certificate needs at least one host");
   return issuedWithFreshKey(ca, {
     commonName: splitHost(options.hosts[0]!).bare,
     san: [...sanEntries(options.hosts), { type: "url", value: LISTENER_ROLE_URI }],
@@ -379,25 +393,40 @@ export async function issueNodeCertificate(
   }
   const leaf = {
     commonName: options.nodeId,
-    san: [...sanEntries(options.hosts ?? []), { type: "url" as const, value: `${NODE_ROLE_URI_PREFIX}${options.nodeId}` }],
+    san: [
+      ...sanEntries(options.hosts ?? []),
+      { type: "url" as const, value: `${NODE_ROLE_URI_PREFIX}${options.nodeId}` },
+    ],
     eku: [EKU_SERVER_AUTH, EKU_CLIENT_AUTH],
     validDays: options.validDays ?? 365,
   };
   if (options.publicKey === undefined) return issuedWithFreshKey(ca, leaf);
   let subjectKey: CryptoKey | X509.PublicKey;
   try {
-    subjectKey = typeof options.publicKey === "string" ? new x509.PublicKey(options.publicKey)
-      : options.publicKey instanceof Uint8Array ? new x509.PublicKey(new Uint8Array(options.publicKey))
-      : options.publicKey;
+    subjectKey =
+      typeof options.publicKey === "string"
+        ? new x509.PublicKey(options.publicKey)
+        : options.publicKey instanceof Uint8Array
+          ? new x509.PublicKey(new Uint8Array(options.publicKey))
+          : options.publicKey;
   } catch (cause) {
     throw new StratumError("INVALID_ARGUMENT", "publicKey is not an SPKI public key", { cause });
   }
   const cert = await issueLeaf(ca, leaf, subjectKey);
   const certDer = new Uint8Array(cert.rawData);
-  return { certPem: normalizePem(cert.toString("pem")), keyPem: undefined, certDer, keyFingerprint: spkiFingerprint(certDer) };
+  return {
+    certPem: normalizePem(cert.toString("pem")),
+    keyPem: undefined,
+    certDer,
+    keyFingerprint: spkiFingerprint(certDer),
+  };
 }
 
-function certificateError(check: "missing" | "chain" | "validity" | "name" | "role", message: string, cause?: unknown): JoinProtocolError {
+function certificateError(
+  check: "missing" | "chain" | "validity" | "name" | "role",
+  message: string,
+  cause?: unknown,
+): JoinProtocolError {
   return new JoinProtocolError("LISTENER_CERTIFICATE", `listener certificate: ${message}`, { check, cause });
 }
 
@@ -442,7 +471,8 @@ export function verifyListenerCertificate(options: {
   }
   // The server may send the root along; it adds nothing, the pinned copy is the trust anchor.
   const presented = options.chain.filter((der) => !sameBytes(der, options.caDer));
-  if (presented.length === 0 || presented[0] === undefined) throw certificateError("missing", "the listener presented no certificate");
+  if (presented.length === 0 || presented[0] === undefined)
+    throw certificateError("missing", "the listener presented no certificate");
   let leaf: NodeX509Certificate;
   let others: NodeX509Certificate[];
   try {
@@ -460,15 +490,23 @@ export function verifyListenerCertificate(options: {
   }
   if (!path) throw certificateError("chain", "not signed by the pinned cluster CA");
 
-  for (const [cert, what] of [...path.map((c, i) => [c, i === 0 ? "the leaf" : "the intermediate"] as const), [ca, "the pinned CA"] as const]) {
+  for (const [cert, what] of [
+    ...path.map((c, i) => [c, i === 0 ? "the leaf" : "the intermediate"] as const),
+    [ca, "the pinned CA"] as const,
+  ]) {
     if (!validAt(cert, now)) {
-      throw certificateError("validity", `${what} is not valid now (valid ${cert.validFrom} to ${cert.validTo}, checked at ${now.toISOString()})`);
+      throw certificateError(
+        "validity",
+        `${what} is not valid now (valid ${cert.validFrom} to ${cert.validTo}, checked at ${now.toISOString()})`,
+      );
     }
   }
 
   let names: readonly X509.GeneralName[];
   try {
-    names = new x509.X509Certificate(new Uint8Array(presented[0])).getExtension(x509.SubjectAlternativeNameExtension)?.names.items ?? [];
+    names =
+      new x509.X509Certificate(new Uint8Array(presented[0])).getExtension(x509.SubjectAlternativeNameExtension)?.names
+        .items ?? [];
   } catch (cause) {
     throw certificateError("name", "the leaf's subjectAltName cannot be parsed", cause);
   }
@@ -482,7 +520,8 @@ export function verifyListenerCertificate(options: {
     }
     return n.type === "dns" && dnsName(n.value) === dnsName(dialled.bare);
   });
-  if (!named) throw certificateError("name", `its SANs do not name the dialled ${dialledIp ? "IP" : "host"} ${dialled.bare}`);
+  if (!named)
+    throw certificateError("name", `its SANs do not name the dialled ${dialledIp ? "IP" : "host"} ${dialled.bare}`);
 
   if (!names.some((n) => n.type === "url" && n.value === LISTENER_ROLE_URI)) {
     throw certificateError("role", `it lacks the listener role (URI SAN ${LISTENER_ROLE_URI})`);

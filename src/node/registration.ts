@@ -13,7 +13,14 @@ import { concealSecrets } from "./delivery.js";
 import { JoinProtocolError } from "./errors.js";
 import type { MachineIdentity } from "./identity.js";
 import { sessionCaDer, type JoinSession } from "./join-session.js";
-import { openPinnedConnection, refusalOf, responseHeader, type OpenPinnedConnectionOptions, type PinnedConnection, type PinnedResponse } from "./pinned-connection.js";
+import {
+  openPinnedConnection,
+  refusalOf,
+  responseHeader,
+  type OpenPinnedConnectionOptions,
+  type PinnedConnection,
+  type PinnedResponse,
+} from "./pinned-connection.js";
 
 /** States a registration never leaves. */
 export const FINAL_STATES: readonly JoinState[] = ["joined", "rejected", "expired"];
@@ -79,7 +86,8 @@ function view(response: PinnedResponse, operation: string): Registration {
 
 /** Worth another try later: the listener restarting, busy or briefly unreachable. */
 function transient(error: unknown): boolean {
-  if (error instanceof StratumApiError) return error.status === 429 || error.status === 503 || error.status === 502 || error.status === 504;
+  if (error instanceof StratumApiError)
+    return error.status === 429 || error.status === 503 || error.status === 502 || error.status === 504;
   if (error instanceof JoinProtocolError) return error.code === "CONNECTION_CHANGED" || error.code === "TLS_FAILED";
   return error instanceof NetworkError || error instanceof TimeoutError;
 }
@@ -141,7 +149,11 @@ export async function* watchRegistration(
         if (!transient(error)) throw error;
         await connection?.close();
         connection = undefined;
-        const delay = retryDelay(failures++, error instanceof StratumApiError ? error.retryAfter : undefined, options.backoff ?? { baseMs: 500, maxMs: 15_000 });
+        const delay = retryDelay(
+          failures++,
+          error instanceof StratumApiError ? error.retryAfter : undefined,
+          options.backoff ?? { baseMs: 500, maxMs: 15_000 },
+        );
         options.onRetry?.(error, delay);
         await sleep(delay, signal);
       }
@@ -174,7 +186,10 @@ export async function waitForRegistration(
   const wanted =
     typeof options.until === "function"
       ? options.until
-      : (registration: Registration) => (typeof options.until === "string" ? [options.until] : (options.until as readonly JoinState[])).includes(registration.state);
+      : (registration: Registration) =>
+          (typeof options.until === "string" ? [options.until] : (options.until as readonly JoinState[])).includes(
+            registration.state,
+          );
   const controller = new AbortController();
   const onAbort = () => controller.abort(options.signal?.reason);
   options.signal?.addEventListener("abort", onAbort, { once: true });
@@ -185,7 +200,11 @@ export async function waitForRegistration(
       ? undefined
       : setTimeout(() => {
           timedOut = true;
-          controller.abort(new TimeoutError(`the registration ${session.joinId} did not reach the wanted state within ${options.timeoutMs} ms`));
+          controller.abort(
+            new TimeoutError(
+              `the registration ${session.joinId} did not reach the wanted state within ${options.timeoutMs} ms`,
+            ),
+          );
         }, options.timeoutMs);
   try {
     for await (const registration of watchRegistration(session, identity, { ...options, signal: controller.signal })) {

@@ -4,7 +4,11 @@
  * connections pinned to the session's CA and the machine's key).
  * @module
  */
-import { downloadRelease as downloadFromSource, type DownloadedRelease, type DownloadReleaseOptions } from "../release/download.js";
+import {
+  downloadRelease as downloadFromSource,
+  type DownloadedRelease,
+  type DownloadReleaseOptions,
+} from "../release/download.js";
 import { ReleaseArgumentError } from "../release/errors.js";
 import { founderReleaseSource } from "./founder-source.js";
 import type { MachineIdentity } from "./identity.js";
@@ -31,7 +35,9 @@ export async function downloadRelease(options: JoinerDownloadReleaseOptions): Pr
   const { session, identity, ...rest } = options;
   if (rest.source || !rest.upgrade.served) return downloadFromSource(rest);
   if (!session || !identity) {
-    throw new ReleaseArgumentError("the founder serves this release: pass the join session and the machine identity the registration is pinned to");
+    throw new ReleaseArgumentError(
+      "the founder serves this release: pass the join session and the machine identity the registration is pinned to",
+    );
   }
   return downloadFromSource({ ...rest, source: founderReleaseSource(session, identity) });
 }

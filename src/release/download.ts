@@ -12,13 +12,31 @@ import { dirname, join, resolve } from "node:path";
 import { StratumApiError, NetworkError, type ProblemBody } from "../errors/index.js";
 import { abortReason, parseRetryAfter, retryDelay, sleep, throwIfAborted } from "../core/retry.js";
 import { ReleaseArgumentError, ReleaseDownloadError, ReleaseVerificationError } from "./errors.js";
-import { alignedBuffers, DIRECT_ALIGN, ensureRealDirs, errorCode, fsyncDir, hashPrefix, IO_CHUNK, localError, openDirect, writeFileDurably } from "./fsutil.js";
+import {
+  alignedBuffers,
+  DIRECT_ALIGN,
+  ensureRealDirs,
+  errorCode,
+  fsyncDir,
+  hashPrefix,
+  IO_CHUNK,
+  localError,
+  openDirect,
+  writeFileDurably,
+} from "./fsutil.js";
 import type { ReleasePublicKeyInput } from "./keys.js";
 import type { ReleaseFile, ReleaseManifest } from "./manifest.js";
 import { isDirectBody, type BodySink } from "./http1.js";
 import { sha256Stream, type Sha256Stream } from "./sha256.js";
 import { mirrorSource, type MirrorSourceOptions, type ReleaseFetchResponse, type ReleaseSource } from "./sources.js";
-import { checkTrustOptions, PARTIAL_SUFFIX, RELEASE_MANIFEST_PATH, resolveLimits, verifyReleaseManifest, type ReleaseLimits } from "./verify.js";
+import {
+  checkTrustOptions,
+  PARTIAL_SUFFIX,
+  RELEASE_MANIFEST_PATH,
+  resolveLimits,
+  verifyReleaseManifest,
+  type ReleaseLimits,
+} from "./verify.js";
 
 /** The `upgrade` object of a registration in `needs-upgrade` (the seed's shape). */
 export interface ReleaseUpgrade {
@@ -169,11 +187,16 @@ const PROBLEM_CAP = 64 * 1024;
  */
 export async function downloadRelease(options: DownloadReleaseOptions): Promise<DownloadedRelease> {
   const concurrency = options.concurrency ?? 3;
-  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 32) throw new ReleaseArgumentError("concurrency is a whole number from 1 to 32");
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 32)
+    throw new ReleaseArgumentError("concurrency is a whole number from 1 to 32");
   if (!options.upgrade || typeof options.upgrade.to !== "string" || options.upgrade.to === "") {
     throw new ReleaseArgumentError("upgrade.to names the release to download");
   }
-  checkTrustOptions({ trustedKeys: options.trustedKeys, threshold: options.threshold, expectRelease: options.upgrade.to });
+  checkTrustOptions({
+    trustedKeys: options.trustedKeys,
+    threshold: options.threshold,
+    expectRelease: options.upgrade.to,
+  });
   throwIfAborted(options.signal);
   const { source, owned } = resolveSource(options);
   const destDir = resolve(options.destDir);
@@ -270,7 +293,9 @@ async function retractManifest(destDir: string): Promise<void> {
   const stat = await lstatOrUndefined(at, RELEASE_MANIFEST_PATH);
   if (!stat) return;
   if (stat.isDirectory()) {
-    throw new ReleaseDownloadError("unsafe-staging", `${RELEASE_MANIFEST_PATH} in the destination is a directory`, { path: RELEASE_MANIFEST_PATH });
+    throw new ReleaseDownloadError("unsafe-staging", `${RELEASE_MANIFEST_PATH} in the destination is a directory`, {
+      path: RELEASE_MANIFEST_PATH,
+    });
   }
   try {
     await unlink(at);
@@ -359,13 +384,24 @@ function classifyThrown(ctx: Context, error: unknown, path: string): NetworkErro
   if (error instanceof ReleaseDownloadError || error instanceof ReleaseVerificationError) throw error;
   const code = errorCode(error) ?? "";
   if (/CERT|SELF_SIGNED|UNABLE_TO_(GET|VERIFY)|ERR_TLS_|ERR_SSL_|HOSTNAME|ALTNAME/.test(code)) {
-    throw new ReleaseDownloadError("tls", `${ctx.source.describe()} presented a certificate this joiner does not trust (${code})`, { path, cause: error });
+    throw new ReleaseDownloadError(
+      "tls",
+      `${ctx.source.describe()} presented a certificate this joiner does not trust (${code})`,
+      { path, cause: error },
+    );
   }
-  return new NetworkError(`fetching ${path} from ${ctx.source.describe()} failed (${code || "connection error"})`, { cause: error });
+  return new NetworkError(`fetching ${path} from ${ctx.source.describe()} failed (${code || "connection error"})`, {
+    cause: error,
+  });
 }
 
 /** Handles an answer that is neither 200, 206 nor 416: retry it (503, 429, 5xx) or refuse it. */
-async function handleOtherStatus(ctx: Context, attempts: Attempts, response: ReleaseFetchResponse, path: string): Promise<void> {
+async function handleOtherStatus(
+  ctx: Context,
+  attempts: Attempts,
+  response: ReleaseFetchResponse,
+  path: string,
+): Promise<void> {
   const problem = await readProblem(response, ctx.signal);
   const retryAfter = parseRetryAfter(header(response, "retry-after"));
   const apiError = new StratumApiError(response.status, problem, retryAfter);
@@ -373,11 +409,15 @@ async function handleOtherStatus(ctx: Context, attempts: Attempts, response: Rel
     await attempts.failed(apiError, retryAfter, response.status);
     return;
   }
-  throw new ReleaseDownloadError("refused", `${ctx.source.describe()} refused ${path}: HTTP ${response.status}${problemCodeSuffix(apiError)}`, {
-    path,
-    status: response.status,
-    cause: apiError,
-  });
+  throw new ReleaseDownloadError(
+    "refused",
+    `${ctx.source.describe()} refused ${path}: HTTP ${response.status}${problemCodeSuffix(apiError)}`,
+    {
+      path,
+      status: response.status,
+      cause: apiError,
+    },
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -408,7 +448,11 @@ async function fetchManifest(ctx: Context, cap: number): Promise<Buffer> {
     const declared = contentLength(response);
     if (declared !== undefined && declared > cap) {
       await discard(response.body);
-      throw new ReleaseVerificationError("envelope-size", `the manifest envelope is ${declared} bytes, more than the ${cap} allowed`, { path });
+      throw new ReleaseVerificationError(
+        "envelope-size",
+        `the manifest envelope is ${declared} bytes, more than the ${cap} allowed`,
+        { path },
+      );
     }
     const chunks: Uint8Array[] = [];
     let received = 0;
@@ -418,7 +462,11 @@ async function fetchManifest(ctx: Context, cap: number): Promise<Buffer> {
         ctx.fetched += chunk.length;
         if (received > cap) {
           // the cap applies before anything parses the bytes: stop reading now
-          throw new ReleaseVerificationError("envelope-size", `the manifest envelope is more than the ${cap} bytes allowed`, { path });
+          throw new ReleaseVerificationError(
+            "envelope-size",
+            `the manifest envelope is more than the ${cap} bytes allowed`,
+            { path },
+          );
         }
         chunks.push(chunk);
       }
@@ -448,7 +496,11 @@ async function downloadFile(ctx: Context, file: ReleaseFile): Promise<Downloaded
   const existing = await lstatOrUndefined(finalPath, file.path);
   if (existing) {
     if (existing.isSymbolicLink() || !existing.isFile()) {
-      throw new ReleaseDownloadError("unsafe-staging", `${file.path} in the destination is ${existing.isSymbolicLink() ? "a symlink" : "not a regular file"}; refusing to replace it`, { path: file.path });
+      throw new ReleaseDownloadError(
+        "unsafe-staging",
+        `${file.path} in the destination is ${existing.isSymbolicLink() ? "a symlink" : "not a regular file"}; refusing to replace it`,
+        { path: file.path },
+      );
     }
     if (existing.size === file.size) {
       const fh = await openOrThrow(finalPath, fsc.O_RDONLY | fsc.O_NOFOLLOW, file.path);
@@ -576,7 +628,12 @@ async function fillWith(
         const length = contentLength(response);
         if (length !== undefined && length !== file.size) {
           await discard(response.body);
-          throw badResponse(ctx, path, `sent Content-Length ${length} for a file the manifest says is ${file.size} bytes`, 200);
+          throw badResponse(
+            ctx,
+            path,
+            `sent Content-Length ${length} for a file the manifest says is ${file.size} bytes`,
+            200,
+          );
         }
         if (offset > 0) await restart(); // Range ignored or the file changed (If-Range): take it whole
         end = file.size;
@@ -587,7 +644,13 @@ async function fillWith(
           await discard(response.body);
           throw badResponse(ctx, path, "answered 206 to a request without Range", 206);
         }
-        if (!range || range.start !== offset || range.total !== file.size || range.end < range.start || range.end >= range.total) {
+        if (
+          !range ||
+          range.start !== offset ||
+          range.total !== file.size ||
+          range.end < range.start ||
+          range.end >= range.total
+        ) {
           await discard(response.body);
           throw badResponse(
             ctx,
@@ -599,7 +662,12 @@ async function fillWith(
         const length = contentLength(response);
         if (length !== undefined && length !== range.end + 1 - range.start) {
           await discard(response.body);
-          throw badResponse(ctx, path, `sent Content-Length ${length} with Content-Range ${range.start}-${range.end}`, 206);
+          throw badResponse(
+            ctx,
+            path,
+            `sent Content-Length ${length} with Content-Range ${range.start}-${range.end}`,
+            206,
+          );
         }
         const tag = strongEtag(response);
         if (etag !== undefined && tag !== etag) {
@@ -618,7 +686,11 @@ async function fillWith(
         }
         // the source denies a range inside a file of the right size: start over from zero
         await restart();
-        await attempts.failed(new NetworkError(`${path}: the source answered 416 to bytes=${offset}- of ${file.size}`), undefined, 416);
+        await attempts.failed(
+          new NetworkError(`${path}: the source answered 416 to bytes=${offset}- of ${file.size}`),
+          undefined,
+          416,
+        );
         continue;
       } else {
         await handleOtherStatus(ctx, attempts, response, path);
@@ -637,7 +709,11 @@ async function fillWith(
         filled: (n) => {
           if (offset + n > end) {
             if (end === file.size) {
-              throw new ReleaseVerificationError("size", `${path}: the source sent more than the ${file.size} bytes the manifest declares`, { path });
+              throw new ReleaseVerificationError(
+                "size",
+                `${path}: the source sent more than the ${file.size} bytes the manifest declares`,
+                { path },
+              );
             }
             throw badResponse(ctx, path, `sent more than its Content-Range ${end - 1} end`, status);
           }
@@ -696,14 +772,22 @@ async function fillWith(
 async function openPartial(partialPath: string, path: string): Promise<FileHandle> {
   const stat = await lstatOrUndefined(partialPath, path);
   if (stat && (stat.isSymbolicLink() || !stat.isFile())) {
-    throw new ReleaseDownloadError("unsafe-staging", `${path}${PARTIAL_SUFFIX} in the destination is ${stat.isSymbolicLink() ? "a symlink" : "not a regular file"}; refusing to write through it`, { path });
+    throw new ReleaseDownloadError(
+      "unsafe-staging",
+      `${path}${PARTIAL_SUFFIX} in the destination is ${stat.isSymbolicLink() ? "a symlink" : "not a regular file"}; refusing to write through it`,
+      { path },
+    );
   }
   const fh = await openOrThrow(partialPath, fsc.O_RDWR | fsc.O_CREAT | fsc.O_NOFOLLOW | fsc.O_NONBLOCK, path);
   const opened = await fh.stat();
   if (!opened.isFile() || opened.nlink !== 1) {
     await fh.close().catch(() => {});
     // a hard link would make the download overwrite another file
-    throw new ReleaseDownloadError("unsafe-staging", `${path}${PARTIAL_SUFFIX} in the destination is ${opened.isFile() ? "a hard link" : "not a regular file"}; refusing to write through it`, { path });
+    throw new ReleaseDownloadError(
+      "unsafe-staging",
+      `${path}${PARTIAL_SUFFIX} in the destination is ${opened.isFile() ? "a hard link" : "not a regular file"}; refusing to write through it`,
+      { path },
+    );
   }
   return fh;
 }
@@ -713,7 +797,11 @@ async function openOrThrow(at: string, flags: number, path: string): Promise<Fil
     return await open(at, flags, 0o644);
   } catch (error) {
     if (errorCode(error) === "ELOOP") {
-      throw new ReleaseDownloadError("unsafe-staging", `${path} in the destination is a symlink; refusing to follow it`, { path, cause: error });
+      throw new ReleaseDownloadError(
+        "unsafe-staging",
+        `${path} in the destination is a symlink; refusing to follow it`,
+        { path, cause: error },
+      );
     }
     throw localError(error, path);
   }
@@ -835,7 +923,8 @@ class Writer implements BodySink {
     this.fill = this.carried = 0;
     if (lead > 0) {
       const { bytesRead } = await this.fh.read(buffer, 0, lead, this.position);
-      if (bytesRead !== lead) throw Object.assign(new Error("the partial file changed while it was resumed"), { code: "EIO" });
+      if (bytesRead !== lead)
+        throw Object.assign(new Error("the partial file changed while it was resumed"), { code: "EIO" });
       this.fill = this.carried = lead;
     }
     this.carriedOnDisk = true;
@@ -853,7 +942,8 @@ class Writer implements BodySink {
     if (n === 0) return undefined;
     if (this.fill === this.carried) this.fillSince = performance.now();
     this.fill += n;
-    if (this.current!.length - this.fill < MIN_SPACE || performance.now() - this.fillSince >= WRITE_MAX_DELAY_MS) return this.cycle(false);
+    if (this.current!.length - this.fill < MIN_SPACE || performance.now() - this.fillSince >= WRITE_MAX_DELAY_MS)
+      return this.cycle(false);
     return undefined;
   }
 
@@ -916,12 +1006,18 @@ class Writer implements BodySink {
     );
     const tracked: Promise<void> = done.then(() => {
       this.free.push(batch);
-      this.busy.splice(this.busy.indexOf(tracked), 1);
+      void this.busy.splice(this.busy.indexOf(tracked), 1);
     });
     this.busy.push(tracked);
   }
 
-  private async write(batch: Buffer, base: number, directLength: number, bufferedFrom: number, length: number): Promise<void> {
+  private async write(
+    batch: Buffer,
+    base: number,
+    directLength: number,
+    bufferedFrom: number,
+    length: number,
+  ): Promise<void> {
     this.hooks.beforeWrite?.(this.path, base, length);
     if (directLength > 0) {
       let written = false;
@@ -1024,7 +1120,12 @@ interface NodeReadableLike {
 
 function isNodeReadable(body: unknown): body is NodeReadableLike {
   const b = body as Partial<NodeReadableLike> | null;
-  return typeof b?.on === "function" && typeof b.pause === "function" && typeof b.resume === "function" && typeof b.destroy === "function";
+  return (
+    typeof b?.on === "function" &&
+    typeof b.pause === "function" &&
+    typeof b.resume === "function" &&
+    typeof b.destroy === "function"
+  );
 }
 
 /**
@@ -1082,14 +1183,11 @@ async function consumeBody(
       if (wait) {
         stream.pause();
         pending = wait;
-        wait.then(
-          () => {
-            pending = undefined;
-            if (ended) finish();
-            else if (!settled) stream.resume();
-          },
-          fail,
-        );
+        wait.then(() => {
+          pending = undefined;
+          if (ended) finish();
+          else if (!settled) stream.resume();
+        }, fail);
       }
     };
     const onEnd = () => {
@@ -1099,7 +1197,8 @@ async function consumeBody(
     const onError = (error: unknown) => fail(error);
     const onClose = () => {
       // destroyed without an error and without an end: the body was cut
-      if (!ended) fail(Object.assign(new Error("the response body was closed before its end"), { code: "UND_ERR_SOCKET" }));
+      if (!ended)
+        fail(Object.assign(new Error("the response body was closed before its end"), { code: "UND_ERR_SOCKET" }));
     };
     stream.on("data", onData);
     stream.on("end", onEnd);
@@ -1195,7 +1294,12 @@ class Progress {
   }
 
   track(file: ReleaseFile): FileTrack {
-    const state = { path: file.path, bytesDone: 0, size: file.size, state: "downloading" as ReleaseProgress["file"]["state"] };
+    const state = {
+      path: file.path,
+      bytesDone: 0,
+      size: file.size,
+      state: "downloading" as ReleaseProgress["file"]["state"],
+    };
     const self = this;
     return {
       get state() {

@@ -61,7 +61,8 @@ export class ReleaseVerificationError extends StratumError {
  * - `disk-full`: ENOSPC/EDQUOT while writing; the `.partial` keeps what was written.
  * - `local-io`: any other local file error.
  */
-export type ReleaseDownloadFailure = "exhausted" | "refused" | "bad-response" | "tls" | "unsafe-staging" | "disk-full" | "local-io";
+export type ReleaseDownloadFailure =
+  "exhausted" | "refused" | "bad-response" | "tls" | "unsafe-staging" | "disk-full" | "local-io";
 
 /**
  * A download failed for a reason other than verification. Code `RELEASE_DOWNLOAD_FAILED`;

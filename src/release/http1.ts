@@ -158,7 +158,10 @@ class Exchange {
       signal?.addEventListener("abort", this.onAbort, { once: true });
       this.arm(this.options.headersTimeout ?? 60_000, "no response head");
       this.options
-        .connect({ buffer: () => this.nextBuffer(), callback: (n: number, buffer: Uint8Array) => this.onRead(n, buffer) }, this.connecting.signal)
+        .connect(
+          { buffer: () => this.nextBuffer(), callback: (n: number, buffer: Uint8Array) => this.onRead(n, buffer) },
+          this.connecting.signal,
+        )
         .then((socket) => {
           if (this.phase === "done") {
             socket.destroy();
@@ -179,10 +182,17 @@ class Exchange {
   /** Called by Node before every read: the sink's own buffer when the bytes can go there as they are. */
   private nextBuffer(): Uint8Array {
     this.direct = undefined;
-    if (this.phase === "body" && this.sink && !this.waiting && this.pendingBytes === 0 && this.framing.kind !== "chunked") {
+    if (
+      this.phase === "body" &&
+      this.sink &&
+      !this.waiting &&
+      this.pendingBytes === 0 &&
+      this.framing.kind !== "chunked"
+    ) {
       let space = this.sink.space();
       // never let the connection write past the body into the consumer's buffer
-      if (this.framing.kind === "length" && space.length > this.framing.remaining) space = space.subarray(0, this.framing.remaining);
+      if (this.framing.kind === "length" && space.length > this.framing.remaining)
+        space = space.subarray(0, this.framing.remaining);
       if (space.length > 0) {
         this.direct = space;
         return space;
@@ -207,14 +217,22 @@ class Exchange {
 
   private onEnd(): void {
     if (this.phase === "done") return;
-    if (this.phase === "body" && (this.framing.kind === "close" || this.ended || (this.framing.kind === "length" && this.framing.remaining === 0))) {
+    if (
+      this.phase === "body" &&
+      (this.framing.kind === "close" || this.ended || (this.framing.kind === "length" && this.framing.remaining === 0))
+    ) {
       // complete (or delimited by this close); what is still queued goes to the consumer first
       this.ended = true;
       this.checkEnd();
       return;
     }
     this.fail(
-      new Http1Error("HTTP1_CLOSED", this.phase === "head" ? "the connection closed before a response head" : "the connection closed inside the response body"),
+      new Http1Error(
+        "HTTP1_CLOSED",
+        this.phase === "head"
+          ? "the connection closed before a response head"
+          : "the connection closed inside the response body",
+      ),
     );
   }
 
@@ -271,7 +289,11 @@ class Exchange {
   private parseHead(text: string): void {
     const lines = text.split(/\r?\n/);
     const statusLine = /^HTTP\/1\.[01] (\d{3})(?: [\t\x20-\x7e\x80-\xff]*)?$/.exec(lines[0] ?? "");
-    if (!statusLine) throw new Http1Error("HTTP1_PARSE", `not an HTTP/1.1 status line: ${JSON.stringify((lines[0] ?? "").slice(0, 80))}`);
+    if (!statusLine)
+      throw new Http1Error(
+        "HTTP1_PARSE",
+        `not an HTTP/1.1 status line: ${JSON.stringify((lines[0] ?? "").slice(0, 80))}`,
+      );
     const status = Number(statusLine[1]);
     const headers: Record<string, string | string[]> = {};
     for (const line of lines.slice(1)) {
@@ -279,7 +301,11 @@ class Exchange {
       const colon = line.indexOf(":");
       const name = colon > 0 ? line.slice(0, colon) : "";
       const value = line.slice(colon + 1).trim();
-      if (!TOKEN.test(name) || !FIELD_VALUE.test(value)) throw new Http1Error("HTTP1_PARSE", `a malformed header line in the response: ${JSON.stringify(line.slice(0, 80))}`);
+      if (!TOKEN.test(name) || !FIELD_VALUE.test(value))
+        throw new Http1Error(
+          "HTTP1_PARSE",
+          `a malformed header line in the response: ${JSON.stringify(line.slice(0, 80))}`,
+        );
       const key = name.toLowerCase();
       const seen = headers[key];
       headers[key] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value];
@@ -366,13 +392,13 @@ class Exchange {
   // -- the consumer's side ----------------------------------------------------------------
 
   private bodyObject(): DirectBody {
-    const exchange = this;
+    const self = this;
     return {
       readInto(sink) {
-        return exchange.attach(sink);
+        return self.attach(sink);
       },
       destroy() {
-        exchange.fail(new Http1Error("HTTP1_CLOSED", "the body was given up"));
+        self.fail(new Http1Error("HTTP1_CLOSED", "the body was given up"));
       },
       [Symbol.asyncIterator]() {
         return iterateBody(this);
@@ -400,7 +426,8 @@ class Exchange {
     }
     this.pending.push(Buffer.from(bytes));
     this.pendingBytes += bytes.length;
-    if (this.pendingBytes > MAX_PENDING_BYTES) this.fail(new Http1Error("HTTP1_PARSE", "the connection kept sending while paused"));
+    if (this.pendingBytes > MAX_PENDING_BYTES)
+      this.fail(new Http1Error("HTTP1_PARSE", "the connection kept sending while paused"));
     else this.socket?.pause();
   }
 
@@ -485,7 +512,8 @@ class Exchange {
 
   private cleanup(): void {
     this.clearTimer();
-    if (this.socket === undefined) this.connecting.abort(this.failure ?? new Http1Error("HTTP1_CLOSED", "the exchange ended"));
+    if (this.socket === undefined)
+      this.connecting.abort(this.failure ?? new Http1Error("HTTP1_CLOSED", "the exchange ended"));
     this.options.signal?.removeEventListener("abort", this.onAbort);
     this.pending.length = 0;
     this.pendingBytes = 0;
@@ -515,15 +543,18 @@ class Exchange {
   }
 }
 
+// eslint-disable-next-line no-control-regex -- control characters are what a header value must not hold
 const CONTROL = /[\x00-\x08\x0a-\x1f\x7f]/;
 
 /** The request head; throws a TypeError naming what is not valid, before any connection. */
 function requestText(options: Http1GetOptions): string {
-  if (!/^\/[\x21-\x7e]*$/.test(options.path)) throw new TypeError("the request path is not an absolute, percent-encoded path");
+  if (!/^\/[\x21-\x7e]*$/.test(options.path))
+    throw new TypeError("the request path is not an absolute, percent-encoded path");
   if (!/^[\x21-\x7e]+$/.test(options.authority)) throw new TypeError("the Host authority is not a valid host[:port]");
   const lines = [`GET ${options.path} HTTP/1.1`, `Host: ${options.authority}`, "Connection: close"];
   for (const [name, value] of Object.entries(options.headers ?? {})) {
-    if (!TOKEN.test(name) || CONTROL.test(value)) throw new TypeError(`request header ${JSON.stringify(name)} is not a valid field`);
+    if (!TOKEN.test(name) || CONTROL.test(value))
+      throw new TypeError(`request header ${JSON.stringify(name)} is not a valid field`);
     lines.push(`${name}: ${value}`);
   }
   return `${lines.join("\r\n")}\r\n\r\n`;
@@ -541,7 +572,11 @@ function framingOf(status: number, headers: Record<string, string | string[]>): 
   if (cl !== undefined) {
     const values = new Set((Array.isArray(cl) ? cl.join(",") : cl).split(",").map((v) => v.trim()));
     const [value] = values;
-    if (values.size !== 1 || !/^\d{1,15}$/.test(value!)) throw new Http1Error("HTTP1_PARSE", `an invalid Content-Length: ${JSON.stringify(Array.isArray(cl) ? cl.join(", ") : cl)}`);
+    if (values.size !== 1 || !/^\d{1,15}$/.test(value!))
+      throw new Http1Error(
+        "HTTP1_PARSE",
+        `an invalid Content-Length: ${JSON.stringify(Array.isArray(cl) ? cl.join(", ") : cl)}`,
+      );
     return { kind: "length", remaining: Number(value) };
   }
   return { kind: "close" };

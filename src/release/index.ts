@@ -6,13 +6,30 @@
 export { ReleaseArgumentError, ReleaseDownloadError, ReleaseVerificationError } from "./errors.js";
 export type { ReleaseDownloadFailure, ReleaseVerificationRule } from "./errors.js";
 export { generateReleaseKeyPair, importReleasePrivateKey, importReleasePublicKey, releaseKeyId } from "./keys.js";
-export type { ReleaseKeyPair, ReleasePrivateKeyInput, ReleasePublicKey, ReleasePublicKeyInput, ReleaseSigningKey } from "./keys.js";
+export type {
+  ReleaseKeyPair,
+  ReleasePrivateKeyInput,
+  ReleasePublicKey,
+  ReleasePublicKeyInput,
+  ReleaseSigningKey,
+} from "./keys.js";
 export { preAuthEncoding, RELEASE_MANIFEST_PAYLOAD_TYPE } from "./dsse.js";
 export type { DsseEnvelope, DsseSignature } from "./dsse.js";
 export { buildReleaseManifest, signDsseEnvelope, signReleaseDirectory, signReleaseManifest } from "./manifest.js";
 export type { ReleaseFile, ReleaseManifest, SignedReleaseDirectory } from "./manifest.js";
-export { DEFAULT_RELEASE_LIMITS, RELEASE_MANIFEST_PATH, releasePathProblem, verifyReleaseDirectory, verifyReleaseManifest } from "./verify.js";
-export type { ReleaseLimits, VerifiedReleaseManifest, VerifyReleaseDirectoryOptions, VerifyReleaseManifestOptions } from "./verify.js";
+export {
+  DEFAULT_RELEASE_LIMITS,
+  RELEASE_MANIFEST_PATH,
+  releasePathProblem,
+  verifyReleaseDirectory,
+  verifyReleaseManifest,
+} from "./verify.js";
+export type {
+  ReleaseLimits,
+  VerifiedReleaseManifest,
+  VerifyReleaseDirectoryOptions,
+  VerifyReleaseManifestOptions,
+} from "./verify.js";
 export { dispatcherSource, mirrorSource } from "./sources.js";
 export type {
   DispatcherSourceOptions,

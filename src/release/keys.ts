@@ -66,7 +66,8 @@ export function importReleasePublicKey(input: ReleasePublicKeyInput): ReleasePub
     } else if (typeof input === "string") {
       key = createPublicKey(input);
     } else if (input instanceof Uint8Array) {
-      if (input.length !== 32) throw new ReleaseArgumentError(`a raw Ed25519 public key is 32 bytes, not ${input.length}`);
+      if (input.length !== 32)
+        throw new ReleaseArgumentError(`a raw Ed25519 public key is 32 bytes, not ${input.length}`);
       key = createPublicKey({ key: Buffer.concat([ED25519_SPKI_PREFIX, input]), format: "der", type: "spki" });
     } else {
       throw new ReleaseArgumentError("a release public key is a PEM string, 32 raw bytes or a KeyObject");

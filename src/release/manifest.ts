@@ -10,7 +10,13 @@ import { RELEASE_MANIFEST_PAYLOAD_TYPE, preAuthEncoding, type DsseEnvelope } fro
 import { ReleaseArgumentError, ReleaseVerificationError } from "./errors.js";
 import { importReleasePrivateKey, type ReleasePrivateKeyInput } from "./keys.js";
 import { hashFile, walkFiles, writeFileDurably } from "./fsutil.js";
-import { checkManifestFiles, RELEASE_MANIFEST_PATH, releasePathProblem, resolveLimits, type ReleaseLimits } from "./verify.js";
+import {
+  checkManifestFiles,
+  RELEASE_MANIFEST_PATH,
+  releasePathProblem,
+  resolveLimits,
+  type ReleaseLimits,
+} from "./verify.js";
 
 /** One file of a release, as its manifest lists it. */
 export interface ReleaseFile {
@@ -43,10 +49,13 @@ export async function buildReleaseManifest(
   dir: string,
   options: { release: string; createdAt?: string | Date; signal?: AbortSignal; limits?: ReleaseLimits },
 ): Promise<ReleaseManifest> {
-  if (typeof options.release !== "string" || options.release === "") throw new ReleaseArgumentError("release names the release being built");
+  if (typeof options.release !== "string" || options.release === "")
+    throw new ReleaseArgumentError("release names the release being built");
   const { files: paths, rejected } = await walkFiles(dir);
   if (rejected.length > 0) {
-    throw new ReleaseVerificationError("path", `${rejected[0]} is not a regular file; a release holds no symlinks`, { path: rejected[0]! });
+    throw new ReleaseVerificationError("path", `${rejected[0]} is not a regular file; a release holds no symlinks`, {
+      path: rejected[0]!,
+    });
   }
   const files: ReleaseFile[] = [];
   for (const path of paths) {
@@ -67,7 +76,11 @@ export async function buildReleaseManifest(
  * PAE(payloadType, payload). Low level: {@link signReleaseManifest} is the checked way to sign
  * a manifest; this one signs whatever it is given (tests use it to build hostile envelopes).
  */
-export function signDsseEnvelope(payloadType: string, payload: Uint8Array, keys: readonly ReleasePrivateKeyInput[]): DsseEnvelope {
+export function signDsseEnvelope(
+  payloadType: string,
+  payload: Uint8Array,
+  keys: readonly ReleasePrivateKeyInput[],
+): DsseEnvelope {
   if (keys.length === 0) throw new ReleaseArgumentError("signing needs at least one release private key");
   const pae = preAuthEncoding(payloadType, payload);
   return {
@@ -85,12 +98,22 @@ export function signDsseEnvelope(payloadType: string, payload: Uint8Array, keys:
  * them). The manifest is checked against the path and size rules first: the tooling never
  * signs what a joiner would refuse.
  */
-export function signReleaseManifest(manifest: ReleaseManifest, keys: readonly ReleasePrivateKeyInput[], limits?: ReleaseLimits): DsseEnvelope {
+export function signReleaseManifest(
+  manifest: ReleaseManifest,
+  keys: readonly ReleasePrivateKeyInput[],
+  limits?: ReleaseLimits,
+): DsseEnvelope {
   checkManifestFiles(manifest.files, resolveLimits(limits));
   const ids = new Set(keys.map((k) => importReleasePrivateKey(k).keyid));
-  if (ids.size !== keys.length) throw new ReleaseArgumentError("the same release key is given twice; it would count once");
+  if (ids.size !== keys.length)
+    throw new ReleaseArgumentError("the same release key is given twice; it would count once");
   const payload = Buffer.from(
-    JSON.stringify({ schema: 1, release: manifest.release, createdAt: manifest.createdAt, files: manifest.files.map((f) => ({ path: f.path, size: f.size, sha256: f.sha256 })) }),
+    JSON.stringify({
+      schema: 1,
+      release: manifest.release,
+      createdAt: manifest.createdAt,
+      files: manifest.files.map((f) => ({ path: f.path, size: f.size, sha256: f.sha256 })),
+    }),
     "utf8",
   );
   return signDsseEnvelope(RELEASE_MANIFEST_PAYLOAD_TYPE, payload, keys);
@@ -114,7 +137,13 @@ export interface SignedReleaseDirectory {
  */
 export async function signReleaseDirectory(
   dir: string,
-  options: { release: string; keys: readonly ReleasePrivateKeyInput[]; createdAt?: string | Date; signal?: AbortSignal; limits?: ReleaseLimits },
+  options: {
+    release: string;
+    keys: readonly ReleasePrivateKeyInput[];
+    createdAt?: string | Date;
+    signal?: AbortSignal;
+    limits?: ReleaseLimits;
+  },
 ): Promise<SignedReleaseDirectory> {
   const manifest = await buildReleaseManifest(dir, options);
   const envelope = signReleaseManifest(manifest, options.keys, options.limits);

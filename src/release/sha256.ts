@@ -151,9 +151,15 @@ function workerStream(): Sha256Stream {
     inWorker: true,
     async update(bytes) {
       if (bytes.length === 0) return;
-      if (!(bytes.buffer instanceof SharedArrayBuffer)) throw new TypeError("a worker hash takes views of a SharedArrayBuffer");
+      if (!(bytes.buffer instanceof SharedArrayBuffer))
+        throw new TypeError("a worker hash takes views of a SharedArrayBuffer");
       const buffer = bytes.buffer === sent ? undefined : (sent = bytes.buffer);
-      await ask(worker(), id, { op: "update", ...(buffer ? { buffer } : {}), offset: bytes.byteOffset, length: bytes.length });
+      await ask(worker(), id, {
+        op: "update",
+        ...(buffer ? { buffer } : {}),
+        offset: bytes.byteOffset,
+        length: bytes.length,
+      });
     },
     async digest() {
       const answer = await ask(worker(), id, { op: "digest" });

@@ -76,7 +76,11 @@ export interface DispatcherSourceOptions {
  * key and the cluster CA, and `/v1/join/registrations/{joinId}/release`. The dispatcher is the
  * caller's: `close()` leaves it open.
  */
-export function dispatcherSource(dispatcher: Dispatcher, basePath: string, options: DispatcherSourceOptions = {}): ReleaseSource {
+export function dispatcherSource(
+  dispatcher: Dispatcher,
+  basePath: string,
+  options: DispatcherSourceOptions = {},
+): ReleaseSource {
   const base = basePath.replace(/\/+$/, "");
   if (!base.startsWith("/") && base !== "") throw new ReleaseArgumentError("basePath is an absolute URL path");
   const description = options.description ?? `${options.origin ?? ""}${base}/`;
@@ -200,7 +204,8 @@ export function tlsConnector(
         }
       };
       const onAbort = (): void => settle(signal.reason);
-      const onClose = (): void => settle(Object.assign(new Error("the connection closed during the TLS handshake"), { code: "ECONNRESET" }));
+      const onClose = (): void =>
+        settle(Object.assign(new Error("the connection closed during the TLS handshake"), { code: "ECONNRESET" }));
       const onSecure = (): void => settle();
       signal.addEventListener("abort", onAbort, { once: true });
       socket.once("error", settle);
@@ -210,7 +215,10 @@ export function tlsConnector(
 }
 
 /** @internal The downloader's request headers: the caller's, then Accept-Encoding, Range and If-Range, which are the downloader's. */
-export function requestHeaders(extra: Record<string, string> | undefined, request: ReleaseFetchRequest): Record<string, string> {
+export function requestHeaders(
+  extra: Record<string, string> | undefined,
+  request: ReleaseFetchRequest,
+): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(extra ?? {})) {
     if (!/^(accept-encoding|range|if-range|host|connection)$/i.test(name)) headers[name] = value;

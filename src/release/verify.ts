@@ -79,7 +79,10 @@ export interface VerifiedReleaseManifest {
  *
  * @param envelope The envelope's bytes (or its text) as read; the size cap applies to them.
  */
-export function verifyReleaseManifest(envelope: string | Uint8Array, options: VerifyReleaseManifestOptions): VerifiedReleaseManifest {
+export function verifyReleaseManifest(
+  envelope: string | Uint8Array,
+  options: VerifyReleaseManifestOptions,
+): VerifiedReleaseManifest {
   const limits = resolveLimits(options.limits);
   const { trusted, threshold } = checkTrustOptions(options);
 
@@ -104,7 +107,10 @@ export function verifyReleaseManifest(envelope: string | Uint8Array, options: Ve
 
   // 3. payloadType: signed, but a signature for another type of document is no manifest
   if (parsed.envelope.payloadType !== RELEASE_MANIFEST_PAYLOAD_TYPE) {
-    throw new ReleaseVerificationError("payload-type", `the envelope's payloadType is not ${RELEASE_MANIFEST_PAYLOAD_TYPE}`);
+    throw new ReleaseVerificationError(
+      "payload-type",
+      `the envelope's payloadType is not ${RELEASE_MANIFEST_PAYLOAD_TYPE}`,
+    );
   }
 
   // 4. strict parse
@@ -136,7 +142,10 @@ export interface VerifyReleaseDirectoryOptions extends VerifyReleaseManifestOpti
  * {@link verifyReleaseManifest}, then every listed file's size and SHA-256 (streamed), and,
  * unless `allowExtraFiles`, that nothing else is there. Symlinks are never followed.
  */
-export async function verifyReleaseDirectory(dir: string, options: VerifyReleaseDirectoryOptions): Promise<VerifiedReleaseManifest> {
+export async function verifyReleaseDirectory(
+  dir: string,
+  options: VerifyReleaseDirectoryOptions,
+): Promise<VerifiedReleaseManifest> {
   const limits = resolveLimits(options.limits);
   const envelopePath = join(dir, ...RELEASE_MANIFEST_PATH.split("/"));
   const fh = await open(envelopePath, fsc.O_RDONLY | fsc.O_NOFOLLOW);
@@ -144,7 +153,10 @@ export async function verifyReleaseDirectory(dir: string, options: VerifyRelease
   try {
     const size = (await fh.stat()).size;
     if (size > limits.maxEnvelopeBytes) {
-      throw new ReleaseVerificationError("envelope-size", `the manifest envelope is ${size} bytes, more than the ${limits.maxEnvelopeBytes} allowed`);
+      throw new ReleaseVerificationError(
+        "envelope-size",
+        `the manifest envelope is ${size} bytes, more than the ${limits.maxEnvelopeBytes} allowed`,
+      );
     }
     bytes = await fh.readFile();
   } finally {
@@ -158,11 +170,15 @@ export async function verifyReleaseDirectory(dir: string, options: VerifyRelease
       throw new ReleaseVerificationError("size", `${file.path} is missing or not a regular file`, { path: file.path });
     }
     if (stat.size !== file.size) {
-      throw new ReleaseVerificationError("size", `${file.path} is ${stat.size} bytes; the manifest says ${file.size}`, { path: file.path });
+      throw new ReleaseVerificationError("size", `${file.path} is ${stat.size} bytes; the manifest says ${file.size}`, {
+        path: file.path,
+      });
     }
     const { sha256 } = await hashFile(at, options.signal);
     if (sha256 !== file.sha256) {
-      throw new ReleaseVerificationError("hash", `${file.path} does not have the SHA-256 the manifest gives`, { path: file.path });
+      throw new ReleaseVerificationError("hash", `${file.path} does not have the SHA-256 the manifest gives`, {
+        path: file.path,
+      });
     }
   }
   if (!options.allowExtraFiles) {
@@ -170,7 +186,9 @@ export async function verifyReleaseDirectory(dir: string, options: VerifyRelease
     const { files, rejected } = await walkFiles(dir);
     const extra = [...files.filter((p) => p !== RELEASE_MANIFEST_PATH && !listed.has(p)), ...rejected];
     if (extra.length > 0) {
-      throw new ReleaseVerificationError("path", `${extra[0]} is in the release directory but not in its manifest`, { path: extra[0]! });
+      throw new ReleaseVerificationError("path", `${extra[0]} is in the release directory but not in its manifest`, {
+        path: extra[0]!,
+      });
     }
   }
   return verified;
@@ -186,7 +204,7 @@ export function releasePathProblem(path: string): string | undefined {
   if (Buffer.byteLength(path, "utf8") > 1024) return "a path longer than 1024 bytes";
   if (path.includes("\0")) return "a NUL byte";
   if (path.includes("\\")) return "a backslash (paths are POSIX)";
-  // eslint-disable-next-line no-control-regex
+  // eslint-disable-next-line no-control-regex -- control characters are what this refuses
   if (/[\u0000-\u001f\u007f]/.test(path)) return "a control character";
   if (path.startsWith("/")) return "an absolute path";
   const segments = path.split("/");
@@ -204,12 +222,21 @@ export function releasePathProblem(path: string): string | undefined {
 }
 
 /** Rules 6 and 7 on a parsed file list: paths, then sizes. Exported for the tooling, which refuses to sign what would not verify. */
-export function checkManifestFiles(files: readonly ReleaseFile[], limits: Required<ReleaseLimits> = DEFAULT_RELEASE_LIMITS): void {
+export function checkManifestFiles(
+  files: readonly ReleaseFile[],
+  limits: Required<ReleaseLimits> = DEFAULT_RELEASE_LIMITS,
+): void {
   const seen = new Set<string>();
   for (const file of files) {
     const problem = releasePathProblem(file.path);
-    if (problem) throw new ReleaseVerificationError("path", `manifest path ${JSON.stringify(file.path)}: ${problem}`, { path: file.path });
-    if (seen.has(file.path)) throw new ReleaseVerificationError("path", `manifest path ${JSON.stringify(file.path)} is listed twice`, { path: file.path });
+    if (problem)
+      throw new ReleaseVerificationError("path", `manifest path ${JSON.stringify(file.path)}: ${problem}`, {
+        path: file.path,
+      });
+    if (seen.has(file.path))
+      throw new ReleaseVerificationError("path", `manifest path ${JSON.stringify(file.path)} is listed twice`, {
+        path: file.path,
+      });
     seen.add(file.path);
   }
   // a file that is also another file's directory can never be written
@@ -218,28 +245,45 @@ export function checkManifestFiles(files: readonly ReleaseFile[], limits: Requir
     for (let i = 1; i < segments.length; i++) {
       const parent = segments.slice(0, i).join("/");
       if (seen.has(parent)) {
-        throw new ReleaseVerificationError("path", `manifest path ${JSON.stringify(parent)} is both a file and a directory`, { path: parent });
+        throw new ReleaseVerificationError(
+          "path",
+          `manifest path ${JSON.stringify(parent)} is both a file and a directory`,
+          { path: parent },
+        );
       }
     }
   }
   if (files.length > limits.maxFiles) {
-    throw new ReleaseVerificationError("size", `the manifest lists ${files.length} files, more than the ${limits.maxFiles} allowed`);
+    throw new ReleaseVerificationError(
+      "size",
+      `the manifest lists ${files.length} files, more than the ${limits.maxFiles} allowed`,
+    );
   }
   let total = 0;
   for (const file of files) {
     if (!Number.isSafeInteger(file.size) || file.size > limits.maxFileSize) {
-      throw new ReleaseVerificationError("size", `${file.path} declares ${file.size} bytes, more than the ${limits.maxFileSize} allowed`, { path: file.path });
+      throw new ReleaseVerificationError(
+        "size",
+        `${file.path} declares ${file.size} bytes, more than the ${limits.maxFileSize} allowed`,
+        { path: file.path },
+      );
     }
     total += file.size;
   }
   if (total > limits.maxTotalSize) {
-    throw new ReleaseVerificationError("size", `the release declares ${total} bytes in all, more than the ${limits.maxTotalSize} allowed`);
+    throw new ReleaseVerificationError(
+      "size",
+      `the release declares ${total} bytes in all, more than the ${limits.maxTotalSize} allowed`,
+    );
   }
 }
 
 /** Fills in the default limits. */
 export function resolveLimits(limits: ReleaseLimits | undefined): Required<ReleaseLimits> {
-  return { ...DEFAULT_RELEASE_LIMITS, ...Object.fromEntries(Object.entries(limits ?? {}).filter(([, v]) => v !== undefined)) };
+  return {
+    ...DEFAULT_RELEASE_LIMITS,
+    ...Object.fromEntries(Object.entries(limits ?? {}).filter(([, v]) => v !== undefined)),
+  };
 }
 
 /**
@@ -247,15 +291,20 @@ export function resolveLimits(limits: ReleaseLimits | undefined): Required<Relea
  * release, throwing {@link ReleaseArgumentError} for options that could never verify anything.
  * The downloader calls it before its first request.
  */
-export function checkTrustOptions(options: Pick<VerifyReleaseManifestOptions, "trustedKeys" | "threshold" | "expectRelease">): {
+export function checkTrustOptions(
+  options: Pick<VerifyReleaseManifestOptions, "trustedKeys" | "threshold" | "expectRelease">,
+): {
   trusted: ReleasePublicKey[];
   threshold: number;
 } {
   const trusted = prepareTrustedKeys(options.trustedKeys);
   const threshold = options.threshold ?? 1;
-  if (!Number.isInteger(threshold) || threshold < 1) throw new ReleaseArgumentError("threshold is a whole number of at least 1");
+  if (!Number.isInteger(threshold) || threshold < 1)
+    throw new ReleaseArgumentError("threshold is a whole number of at least 1");
   if (threshold > trusted.length) {
-    throw new ReleaseArgumentError(`threshold ${threshold} exceeds the ${trusted.length} distinct trusted release key(s)`);
+    throw new ReleaseArgumentError(
+      `threshold ${threshold} exceeds the ${trusted.length} distinct trusted release key(s)`,
+    );
   }
   if (typeof options.expectRelease !== "string" || options.expectRelease === "") {
     throw new ReleaseArgumentError("expectRelease names the release the cluster runs");
@@ -264,7 +313,8 @@ export function checkTrustOptions(options: Pick<VerifyReleaseManifestOptions, "t
 }
 
 function prepareTrustedKeys(inputs: readonly ReleasePublicKeyInput[]): ReleasePublicKey[] {
-  if (!Array.isArray(inputs) || inputs.length === 0) throw new ReleaseArgumentError("trustedKeys names at least one release public key");
+  if (!Array.isArray(inputs) || inputs.length === 0)
+    throw new ReleaseArgumentError("trustedKeys names at least one release public key");
   const byId = new Map<string, ReleasePublicKey>();
   for (const input of inputs) {
     const key = importReleasePublicKey(input);
@@ -273,7 +323,10 @@ function prepareTrustedKeys(inputs: readonly ReleasePublicKeyInput[]): ReleasePu
   return [...byId.values()];
 }
 
-function parseEnvelope(bytes: Uint8Array, limits: Required<ReleaseLimits>): { envelope: DsseEnvelope; payload: Buffer } {
+function parseEnvelope(
+  bytes: Uint8Array,
+  limits: Required<ReleaseLimits>,
+): { envelope: DsseEnvelope; payload: Buffer } {
   const fail = (why: string): never => {
     throw new ReleaseVerificationError("envelope-parse", `the manifest is not a DSSE envelope: ${why}`);
   };
@@ -284,7 +337,8 @@ function parseEnvelope(bytes: Uint8Array, limits: Required<ReleaseLimits>): { en
     fail("not UTF-8 JSON");
   }
   if (!isPlainObject(value)) return fail("not a JSON object");
-  if (!hasExactly(value, ["payloadType", "payload", "signatures"])) return fail("fields other than payloadType, payload, signatures");
+  if (!hasExactly(value, ["payloadType", "payload", "signatures"]))
+    return fail("fields other than payloadType, payload, signatures");
   const { payloadType, payload, signatures } = value as Record<string, unknown>;
   if (typeof payloadType !== "string") return fail("payloadType is not a string");
   if (typeof payload !== "string") return fail("payload is not a string");
@@ -294,7 +348,11 @@ function parseEnvelope(bytes: Uint8Array, limits: Required<ReleaseLimits>): { en
   if (signatures.length > limits.maxSignatures) return fail(`more than ${limits.maxSignatures} signatures`);
   const sigs: DsseSignature[] = [];
   for (const sig of signatures) {
-    if (!isPlainObject(sig) || typeof sig.sig !== "string" || (sig.keyid !== undefined && typeof sig.keyid !== "string")) {
+    if (
+      !isPlainObject(sig) ||
+      typeof sig.sig !== "string" ||
+      (sig.keyid !== undefined && typeof sig.keyid !== "string")
+    ) {
       return fail("a signature is not { keyid, sig }");
     }
     sigs.push({ keyid: typeof sig.keyid === "string" ? sig.keyid : "", sig: sig.sig });
@@ -334,11 +392,18 @@ function parseManifestPayload(payload: Uint8Array): ReleaseManifest {
     fail("not UTF-8 JSON");
   }
   if (!isPlainObject(value)) return fail("not a JSON object");
-  if (!hasExactly(value, ["schema", "release", "createdAt", "files"])) return fail("fields other than schema, release, createdAt, files");
+  if (!hasExactly(value, ["schema", "release", "createdAt", "files"]))
+    return fail("fields other than schema, release, createdAt, files");
   if (value.schema !== 1) return fail("schema is not 1");
   const release = value.release;
-  // eslint-disable-next-line no-control-regex
-  if (typeof release !== "string" || release.length === 0 || release.length > 128 || /[\u0000-\u001f\u007f]/.test(release)) {
+
+  if (
+    typeof release !== "string" ||
+    release.length === 0 ||
+    release.length > 128 ||
+    // eslint-disable-next-line no-control-regex -- a release name must not hold control characters
+    /[\u0000-\u001f\u007f]/.test(release)
+  ) {
     return fail("release is not a release name");
   }
   const createdAt = value.createdAt;
@@ -348,10 +413,13 @@ function parseManifestPayload(payload: Uint8Array): ReleaseManifest {
   if (!Array.isArray(value.files)) return fail("files is not an array");
   const files: ReleaseFile[] = [];
   for (const [i, file] of value.files.entries()) {
-    if (!isPlainObject(file) || !hasExactly(file, ["path", "size", "sha256"])) return fail(`files[${i}] is not { path, size, sha256 }`);
+    if (!isPlainObject(file) || !hasExactly(file, ["path", "size", "sha256"]))
+      return fail(`files[${i}] is not { path, size, sha256 }`);
     if (typeof file.path !== "string") return fail(`files[${i}].path is not a string`);
-    if (typeof file.size !== "number" || !Number.isInteger(file.size) || file.size < 0) return fail(`files[${i}].size is not a byte count`);
-    if (typeof file.sha256 !== "string" || !/^[0-9a-f]{64}$/.test(file.sha256)) return fail(`files[${i}].sha256 is not lower-case hex SHA-256`);
+    if (typeof file.size !== "number" || !Number.isInteger(file.size) || file.size < 0)
+      return fail(`files[${i}].size is not a byte count`);
+    if (typeof file.sha256 !== "string" || !/^[0-9a-f]{64}$/.test(file.sha256))
+      return fail(`files[${i}].sha256 is not lower-case hex SHA-256`);
     files.push({ path: file.path, size: file.size, sha256: file.sha256 });
   }
   return { schema: 1, release, createdAt, files };

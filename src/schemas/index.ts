@@ -243,7 +243,12 @@ export const InventorySchema = z.object({
 // Assignment (part of NodeJoin)
 
 /** `MgmtLink`. */
-export const MgmtLinkSchema = z.object({ interface: opt(str), address: opt(str), gateway: opt(str), dns: opt(strings) });
+export const MgmtLinkSchema = z.object({
+  interface: opt(str),
+  address: opt(str),
+  gateway: opt(str),
+  dns: opt(strings),
+});
 
 /** `Bond`. */
 export const BondSchema = z.object({
@@ -500,5 +505,7 @@ const adminResponseSchemas: Record<AdminOperationId, z.ZodMiniType> = {
  */
 export const validateResponses: ResponseValidator = (operationId, body) => {
   const result = z.safeParse(adminResponseSchemas[operationId], body);
-  return result.success ? { success: true, data: result.data } : { success: false, issues: toValidationIssues(result.error.issues) };
+  return result.success
+    ? { success: true, data: result.data }
+    : { success: false, issues: toValidationIssues(result.error.issues) };
 };

@@ -48,7 +48,11 @@ export interface ProblemInit {
  * An `application/problem+json` refusal as the API sends it. Wrap it in openapi-msw's
  * `response.untyped(...)` when the status is not declared for that operation.
  */
-export function problemResponse(status: number, code: ProblemCode, init: ProblemInit = {}): HttpResponse<Schemas["Problem"]> {
+export function problemResponse(
+  status: number,
+  code: ProblemCode,
+  init: ProblemInit = {},
+): HttpResponse<Schemas["Problem"]> {
   const body: Schemas["Problem"] = {
     type: `https://docs.stratum.example/problems/${code.toLowerCase().replace(/_/g, "-")}`,
     title: init.title ?? code.toLowerCase().replace(/_/g, " "),
@@ -113,7 +117,15 @@ export const fixtures = {
   },
   /** An active member. */
   member(overrides: Partial<Schemas["Member"]> = {}): Schemas["Member"] {
-    return { nodeId: nextId("n"), name: "node-1", role: "hybrid", state: "active", mgmtIp: "192.0.2.11", appliedGeneration: 1, ...overrides };
+    return {
+      nodeId: nextId("n"),
+      name: "node-1",
+      role: "hybrid",
+      state: "active",
+      mgmtIp: "192.0.2.11",
+      appliedGeneration: 1,
+      ...overrides,
+    };
   },
   /** The cluster's networks (bridged provider uplink). */
   clusterNetworks(overrides: Partial<Schemas["ClusterNetworks"]> = {}): Schemas["ClusterNetworks"] {
@@ -219,9 +231,13 @@ export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[]
     });
   });
 
-  const notFound = (what: string) => problemResponse(404, "NOT_FOUND", { title: "Not found", detail: `No such ${what}.` });
+  const notFound = (what: string) =>
+    problemResponse(404, "NOT_FOUND", { title: "Not found", detail: `No such ${what}.` });
   const conflict = (join: NodeJoin, action: string) =>
-    problemResponse(409, "JOIN_STATE_CONFLICT", { title: "Join state conflict", detail: `A ${join.state} join cannot be ${action}.` });
+    problemResponse(409, "JOIN_STATE_CONFLICT", {
+      title: "Join state conflict",
+      detail: `A ${join.state} join cannot be ${action}.`,
+    });
   const findJoin = (id: string) => cluster.joins.find((j) => j.id === id);
   const stamp = () => new Date().toISOString();
 
@@ -240,7 +256,12 @@ export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[]
         expiresAt: new Date(Date.now() + ttl * 1000).toISOString(),
       });
       cluster.joinCodes.unshift(record);
-      return response(201).json({ joinCode: record, endpoint, code: code.formatted, url: formatJoinUrl({ endpoint, code }) });
+      return response(201).json({
+        joinCode: record,
+        endpoint,
+        code: code.formatted,
+        url: formatJoinUrl({ endpoint, code }),
+      });
     }),
     http.get("/v1/admin/cluster/join-codes", ({ response }) => response(200).json({ items: cluster.joinCodes })),
     http.delete("/v1/admin/cluster/join-codes/{codeId}", ({ params, response }) => {
@@ -266,7 +287,14 @@ export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[]
       if (join.state !== "pending" && join.state !== "failed") return response.untyped(conflict(join, "approved"));
       const body: Schemas["Approval"] = (await request.json().catch(() => undefined)) ?? {};
       const assignment = { role: "hybrid" as const, name: join.hostname, ...body.assignment };
-      return response(200).json(cluster.updateJoin(join.id, { state: "approved", assignment, approvedBy: "bootstrap-admin", approvedAt: stamp() }));
+      return response(200).json(
+        cluster.updateJoin(join.id, {
+          state: "approved",
+          assignment,
+          approvedBy: "bootstrap-admin",
+          approvedAt: stamp(),
+        }),
+      );
     }),
     http.post("/v1/admin/cluster/joins/{joinId}/reject", async ({ params, request, response }) => {
       const join = findJoin(params.joinId);
@@ -274,17 +302,35 @@ export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[]
       const body = await request.json().catch(() => undefined);
       if (!body || typeof body.reason !== "string" || body.reason === "") {
         return response.untyped(
-          problemResponse(400, "INVALID_INPUT", { title: "Invalid input", errors: [{ field: "reason", message: "is required" }] }),
+          problemResponse(400, "INVALID_INPUT", {
+            title: "Invalid input",
+            errors: [{ field: "reason", message: "is required" }],
+          }),
         );
       }
-      if (!["needs-upgrade", "pending", "approved", "failed"].includes(join.state)) return response.untyped(conflict(join, "rejected"));
-      return response(200).json(cluster.updateJoin(join.id, { state: "rejected", reason: body.reason, rejectedBy: "bootstrap-admin", rejectedAt: stamp() }));
+      if (!["needs-upgrade", "pending", "approved", "failed"].includes(join.state))
+        return response.untyped(conflict(join, "rejected"));
+      return response(200).json(
+        cluster.updateJoin(join.id, {
+          state: "rejected",
+          reason: body.reason,
+          rejectedBy: "bootstrap-admin",
+          rejectedAt: stamp(),
+        }),
+      );
     }),
     http.post("/v1/admin/cluster/joins/{joinId}/retry", ({ params, response }) => {
       const join = findJoin(params.joinId);
       if (!join) return response.untyped(notFound("join"));
       if (join.state !== "failed") return response.untyped(conflict(join, "retried"));
-      return response(200).json(cluster.updateJoin(join.id, { state: "approved", failedStep: undefined, failedStepTitle: undefined, failedError: undefined }));
+      return response(200).json(
+        cluster.updateJoin(join.id, {
+          state: "approved",
+          failedStep: undefined,
+          failedStepTitle: undefined,
+          failedError: undefined,
+        }),
+      );
     }),
     http.get("/v1/admin/cluster/members", ({ response }) => response(200).json(cluster.members)),
     http.get("/v1/admin/cluster/networks", ({ response }) => response(200).json(cluster.networks)),
@@ -311,7 +357,9 @@ export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[]
           errors: [{ field: "inProgress", message: "is required" }],
         });
       }
-      cluster.upgrade = body.inProgress ? { inProgress: true, retryAfterSeconds: body.retryAfterSeconds ?? 30 } : { inProgress: false };
+      cluster.upgrade = body.inProgress
+        ? { inProgress: true, retryAfterSeconds: body.retryAfterSeconds ?? 30 }
+        : { inProgress: false };
       return response(200).json(cluster.upgrade);
     }),
   ];

@@ -14,7 +14,14 @@ import {
   TimeoutError,
 } from "../../src/errors/index.js";
 import { validateResponses } from "../../src/schemas/index.js";
-import { adminHandlers, createAdminHttp, createFakeCluster, fixtures, problemResponse, type FakeCluster } from "../../src/testing/index.js";
+import {
+  adminHandlers,
+  createAdminHttp,
+  createFakeCluster,
+  fixtures,
+  problemResponse,
+  type FakeCluster,
+} from "../../src/testing/index.js";
 
 const BASE = "https://stratum.test";
 const TOKEN = "tok-SECRET-4a1f9c";
@@ -79,7 +86,12 @@ describe.each([
     const c = client({ validate });
     const a = cluster.addJoin({ hostname: "node-2" });
     const b = cluster.addJoin({ hostname: "node-3" });
-    const f = cluster.addJoin({ state: "failed", failedStep: "storage", failedStepTitle: "Storage", failedError: "boom" });
+    const f = cluster.addJoin({
+      state: "failed",
+      failedStep: "storage",
+      failedStepTitle: "Storage",
+      failedError: "boom",
+    });
     expect((await c.listNodeJoins()).items.map((j) => j.id)).toEqual([f.id, b.id, a.id]);
     expect(await c.getNodeJoin(a.id)).toMatchObject({ id: a.id, hostname: "node-2", logTail: [] });
     const approved = await c.approveNodeJoin(a.id, { assignment: { rack: "r2" } });
@@ -100,7 +112,10 @@ describe.each([
     const rotation = await c.rotateClusterCa();
     expect(rotation.revokedCodes).toBe(1);
     expect(rotation.caFingerprint).toBe(cluster.caFingerprint);
-    expect(await c.setClusterUpgrade({ inProgress: true, retryAfterSeconds: 5 })).toEqual({ inProgress: true, retryAfterSeconds: 5 });
+    expect(await c.setClusterUpgrade({ inProgress: true, retryAfterSeconds: 5 })).toEqual({
+      inProgress: true,
+      retryAfterSeconds: 5,
+    });
     expect(await c.setClusterUpgrade({ inProgress: false })).toEqual({ inProgress: false });
   });
 });
@@ -122,7 +137,12 @@ describe("authentication", () => {
     const error = await rejection(client().listNodeJoins());
     expect(error).toBeInstanceOf(StratumApiError);
     expect(StratumError.is(error)).toBe(true);
-    expect(error).toMatchObject({ status: 401, code: "UNAUTHORIZED", requestId: "req-test0000", title: "Unauthorized" });
+    expect(error).toMatchObject({
+      status: 401,
+      code: "UNAUTHORIZED",
+      requestId: "req-test0000",
+      title: "Unauthorized",
+    });
     expect(everything(error)).not.toContain(TOKEN);
   });
 
@@ -153,7 +173,9 @@ describe("authentication", () => {
     expect(error).toBeUndefined();
     expect(response.status).toBe(200);
     expect(data?.items).toHaveLength(1);
-    const refused = await client().raw.GET("/v1/admin/cluster/joins/{joinId}", { params: { path: { joinId: "nj-none" } } });
+    const refused = await client().raw.GET("/v1/admin/cluster/joins/{joinId}", {
+      params: { path: { joinId: "nj-none" } },
+    });
     expect(refused.error).toMatchObject({ code: "NOT_FOUND" });
   });
 });
@@ -225,7 +247,11 @@ describe("refusals", () => {
   });
 
   it("429 carries Retry-After in seconds", async () => {
-    server.use(http.get("/v1/admin/cluster/joins", ({ response }) => response.untyped(problemResponse(429, "RATE_LIMITED", { retryAfter: 7 }))));
+    server.use(
+      http.get("/v1/admin/cluster/joins", ({ response }) =>
+        response.untyped(problemResponse(429, "RATE_LIMITED", { retryAfter: 7 })),
+      ),
+    );
     await expect(client().listNodeJoins()).rejects.toMatchObject({ status: 429, code: "RATE_LIMITED", retryAfter: 7 });
   });
 
@@ -234,7 +260,13 @@ describe("refusals", () => {
     server.use(
       http.post("/v1/admin/cluster/join-codes", ({ response }) =>
         response(503).json(
-          { type: "https://docs.stratum.example/problems/upgrade-in-progress", title: "Upgrade in progress", status: 503, requestId: "r", code: "UPGRADE_IN_PROGRESS" },
+          {
+            type: "https://docs.stratum.example/problems/upgrade-in-progress",
+            title: "Upgrade in progress",
+            status: 503,
+            requestId: "r",
+            code: "UPGRADE_IN_PROGRESS",
+          },
           { headers: { "Retry-After": at } },
         ),
       ),
@@ -247,8 +279,13 @@ describe("refusals", () => {
 
   it("a 502 from a proxy (HTML) is HTTP_502, naming the call and copying nothing of the page", async () => {
     server.use(
-      http.untyped.get(`${BASE}/v1/admin/cluster/members`, () =>
-        new HttpResponse("<html>bad gateway secret-page</html>", { status: 502, headers: { "Content-Type": "text/html" } }),
+      http.untyped.get(
+        `${BASE}/v1/admin/cluster/members`,
+        () =>
+          new HttpResponse("<html>bad gateway secret-page</html>", {
+            status: 502,
+            headers: { "Content-Type": "text/html" },
+          }),
       ),
     );
     const error = (await rejection(client().listClusterMembers())) as StratumApiError;
@@ -261,7 +298,9 @@ describe("refusals", () => {
   it("sensitive fields in a problem's details are redacted", async () => {
     server.use(
       http.get("/v1/admin/cluster/networks", ({ response }) =>
-        response.untyped(problemResponse(403, "FORBIDDEN", { details: { permission: "ha:DescribeCluster", nodeKey: "PRIVATE-KEY" } })),
+        response.untyped(
+          problemResponse(403, "FORBIDDEN", { details: { permission: "ha:DescribeCluster", nodeKey: "PRIVATE-KEY" } }),
+        ),
       ),
     );
     const error = (await rejection(client().getClusterNetworks())) as StratumApiError;
@@ -272,7 +311,12 @@ describe("refusals", () => {
 
 describe("malformed answers", () => {
   it("a 200 that is not JSON is a ResponseValidationError, with or without validation", async () => {
-    server.use(http.untyped.get(`${BASE}/v1/admin/cluster/joins`, () => new HttpResponse("{not json", { status: 200, headers: { "Content-Type": "application/json" } })));
+    server.use(
+      http.untyped.get(
+        `${BASE}/v1/admin/cluster/joins`,
+        () => new HttpResponse("{not json", { status: 200, headers: { "Content-Type": "application/json" } }),
+      ),
+    );
     for (const c of [client(), client({ validate: validateResponses })]) {
       const error = (await rejection(c.listNodeJoins())) as ResponseValidationError;
       expect(error).toBeInstanceOf(ResponseValidationError);
@@ -295,10 +339,20 @@ describe("malformed answers", () => {
   });
 
   it("validation keeps the answer's known fields, drops unknown ones and fills the spec's defaults", async () => {
-    const join = fixtures.nodeJoin({ state: "approved", assignment: { links: [{ name: "storage", interface: "enp1s0" } as never] } });
-    server.use(http.untyped.get(`${BASE}/v1/admin/cluster/joins/:joinId`, () => HttpResponse.json({ ...join, fromTheFuture: 1 })));
+    const join = fixtures.nodeJoin({
+      state: "approved",
+      assignment: { links: [{ name: "storage", interface: "enp1s0" } as never] },
+    });
+    server.use(
+      http.untyped.get(`${BASE}/v1/admin/cluster/joins/:joinId`, () =>
+        HttpResponse.json({ ...join, fromTheFuture: 1 }),
+      ),
+    );
     const got = await client({ validate: validateResponses }).getNodeJoin(join.id);
-    expect(got).toEqual({ ...join, assignment: { links: [{ name: "storage", interface: "enp1s0", kind: "ethernet" }] } });
+    expect(got).toEqual({
+      ...join,
+      assignment: { links: [{ name: "storage", interface: "enp1s0", kind: "ethernet" }] },
+    });
   });
 });
 
@@ -325,10 +379,12 @@ describe("transport failures", () => {
   });
 
   it("the caller's abort is re-thrown as it is", async () => {
-    server.use(http.untyped.get(`${BASE}/v1/admin/cluster/joins`, async () => {
-      await delay("infinite");
-      return HttpResponse.json({ items: [] });
-    }));
+    server.use(
+      http.untyped.get(`${BASE}/v1/admin/cluster/joins`, async () => {
+        await delay("infinite");
+        return HttpResponse.json({ items: [] });
+      }),
+    );
     const controller = new AbortController();
     const pending = client({ timeoutMs: 60_000 }).listNodeJoins({ signal: controller.signal });
     setTimeout(() => controller.abort(), 20);
@@ -375,10 +431,12 @@ describe("transport failures", () => {
   });
 
   it("timeoutMs gives a TimeoutError", async () => {
-    server.use(http.untyped.get(`${BASE}/v1/admin/cluster/members`, async () => {
-      await delay("infinite");
-      return HttpResponse.json({});
-    }));
+    server.use(
+      http.untyped.get(`${BASE}/v1/admin/cluster/members`, async () => {
+        await delay("infinite");
+        return HttpResponse.json({});
+      }),
+    );
     const error = (await rejection(client().listClusterMembers({ timeoutMs: 50 }))) as TimeoutError;
     expect(error).toBeInstanceOf(TimeoutError);
     expect(error.code).toBe("TIMEOUT");

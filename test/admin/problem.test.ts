@@ -46,10 +46,19 @@ describe("problemFromResponse", () => {
 
   it("is lenient: an unknown code of a newer server surfaces, fields of the wrong type are dropped", async () => {
     const error = await problemFromResponse(
-      problem({ title: 7, code: "SOMETHING_NEW", requestId: ["x"], errors: [{ field: 3 }, "junk"], details: "no" }, { status: 422 }),
+      problem(
+        { title: 7, code: "SOMETHING_NEW", requestId: ["x"], errors: [{ field: 3 }, "junk"], details: "no" },
+        { status: 422 },
+      ),
       OP,
     );
-    expect(error).toMatchObject({ status: 422, code: "SOMETHING_NEW", title: undefined, requestId: undefined, details: undefined });
+    expect(error).toMatchObject({
+      status: 422,
+      code: "SOMETHING_NEW",
+      title: undefined,
+      requestId: undefined,
+      details: undefined,
+    });
     expect(error.errors).toEqual([{ field: "", message: "" }]);
   });
 
@@ -66,16 +75,26 @@ describe("problemFromResponse", () => {
 describe("redact", () => {
   it("redacts every sensitive field of the bundle at any depth, without touching the input", () => {
     const bundle = Object.fromEntries(sensitiveFields.Bundle.map((name) => [name, `secret-${name}`]));
-    const registration = { joinId: "nj-1", state: "delivering", delivery: { nodeId: "n-1", nodeYaml: "a: 1", bundle: { role: "hybrid", nodes: [], ...bundle } } };
+    const registration = {
+      joinId: "nj-1",
+      state: "delivering",
+      delivery: { nodeId: "n-1", nodeYaml: "a: 1", bundle: { role: "hybrid", nodes: [], ...bundle } },
+    };
     const copy = redact(registration);
     expect(JSON.stringify(copy)).not.toContain("secret-");
-    for (const name of sensitiveFields.Bundle) expect(copy.delivery.bundle[name as keyof typeof copy.delivery.bundle]).toBe(REDACTED);
+    for (const name of sensitiveFields.Bundle)
+      expect(copy.delivery.bundle[name as keyof typeof copy.delivery.bundle]).toBe(REDACTED);
     expect(copy.delivery.nodeYaml).toBe("a: 1");
     expect((registration.delivery.bundle as Record<string, unknown>).nodeKey).toBe("secret-nodeKey");
   });
 
   it("redacts a minted code's code and url, but not a problem's code", () => {
-    const minted = { joinCode: { id: "jc-1", selector: "4F" }, endpoint: "192.0.2.240", code: "4F7K-2Q9M-ABD", url: "stratum-join://192.0.2.240/4F7K-2Q9M-ABD" };
+    const minted = {
+      joinCode: { id: "jc-1", selector: "4F" },
+      endpoint: "192.0.2.240",
+      code: "4F7K-2Q9M-ABD",
+      url: "stratum-join://192.0.2.240/4F7K-2Q9M-ABD",
+    };
     expect(redact([minted])).toEqual([{ ...minted, code: REDACTED, url: REDACTED }]);
     const problemDoc = { type: "t", title: "x", status: 409, code: "RELEASE_MISMATCH" };
     expect(redact(problemDoc)).toEqual(problemDoc);

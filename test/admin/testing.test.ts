@@ -33,5 +33,10 @@ it("problemResponse is an application/problem+json document", async () => {
   const response = problemResponse(409, "JOIN_STATE_CONFLICT", { detail: "no" });
   expect(response.status).toBe(409);
   expect(response.headers.get("Content-Type")).toBe("application/problem+json");
-  expect(await response.json()).toMatchObject({ status: 409, code: "JOIN_STATE_CONFLICT", detail: "no", requestId: "req-test0000" });
+  expect(await response.json()).toMatchObject({
+    status: 409,
+    code: "JOIN_STATE_CONFLICT",
+    detail: "no",
+    requestId: "req-test0000",
+  });
 });

@@ -3,7 +3,13 @@ import { setupServer } from "msw/node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createAdminClient, diffJoins, watchJoins, type JoinChange } from "../../src/admin/index.js";
 import { isAbortError, NetworkError, StratumApiError, type StratumError } from "../../src/errors/index.js";
-import { adminHandlers, createAdminHttp, createFakeCluster, fixtures, problemResponse } from "../../src/testing/index.js";
+import {
+  adminHandlers,
+  createAdminHttp,
+  createFakeCluster,
+  fixtures,
+  problemResponse,
+} from "../../src/testing/index.js";
 
 const BASE = "https://stratum.test";
 const http = createAdminHttp(BASE);
@@ -94,7 +100,9 @@ describe("watchJoins", () => {
     server.use(...adminHandlers({ cluster, baseUrl: BASE, token: "right" }));
     const client = createAdminClient({ baseUrl: BASE, token: "wrong" });
     const polls = countPolls();
-    const error = await watchJoins(client, { intervalMs: 10 }).next().catch((e: unknown) => e);
+    const error = await watchJoins(client, { intervalMs: 10 })
+      .next()
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StratumApiError);
     expect(error).toMatchObject({ status: 401 });
     expect(polls.count).toBe(1);
@@ -102,7 +110,11 @@ describe("watchJoins", () => {
 
   it("stops polling once aborted, even while waiting out a backoff", async () => {
     const { client } = setup();
-    server.use(http.get("/v1/admin/cluster/joins", ({ response }) => response.untyped(problemResponse(429, "RATE_LIMITED", { retryAfter: 60 }))));
+    server.use(
+      http.get("/v1/admin/cluster/joins", ({ response }) =>
+        response.untyped(problemResponse(429, "RATE_LIMITED", { retryAfter: 60 })),
+      ),
+    );
     const polls = countPolls();
     const reason = new Error("console closed");
     const controller = new AbortController();
@@ -139,7 +151,15 @@ describe("diffJoins", () => {
     const reordered = Object.fromEntries(Object.entries(a).reverse()) as typeof a;
     expect(diffJoins(new Map([["nj-a", a]]), [reordered])).toEqual([]);
     const stepped = { ...a, steps: [{ name: "storage", title: "Storage", status: "running" as const }] };
-    expect(diffJoins(new Map([["nj-a", a], ["nj-b", b]]), [stepped])).toEqual([
+    expect(
+      diffJoins(
+        new Map([
+          ["nj-a", a],
+          ["nj-b", b],
+        ]),
+        [stepped],
+      ),
+    ).toEqual([
       { type: "removed", id: "nj-b" },
       { type: "changed", join: stepped, previous: a },
     ]);

@@ -25,7 +25,10 @@ interface Run {
 }
 
 /** Runs the CLI in-process, as a script would (no TTY unless asked). */
-async function cli(args: string[], options: { env?: Record<string, string>; signal?: AbortSignal; isTTY?: boolean } = {}): Promise<Run> {
+async function cli(
+  args: string[],
+  options: { env?: Record<string, string>; signal?: AbortSignal; isTTY?: boolean } = {},
+): Promise<Run> {
   let stdout = "";
   let stderr = "";
   const code = await runCli(args, {
@@ -39,7 +42,6 @@ async function cli(args: string[], options: { env?: Record<string, string>; sign
   if (args.includes("--json")) json = JSON.parse(stdout); // throws unless stdout is exactly one document
   return { code, stdout, stderr, json };
 }
-
 
 let tmp: string;
 beforeAll(() => {
@@ -63,14 +65,26 @@ describe("code check (offline)", () => {
     expect(run.stderr).toContain("did you mean 4F7K-2Q9M-ABD?");
     const json = await cli(["--json", "code", "check", "4F7K-2Q9M-BAD"]);
     expect(json.code).toBe(3);
-    expect(json.json.error).toMatchObject({ code: "JOIN_CODE_MALFORMED", reason: "check", suggestion: "4F7K-2Q9M-ABD", exitCode: 3 });
+    expect(json.json.error).toMatchObject({
+      code: "JOIN_CODE_MALFORMED",
+      reason: "check",
+      suggestion: "4F7K-2Q9M-ABD",
+      exitCode: 3,
+    });
   });
 
   it("names a bad character and its position (exit 3), and reads join URLs too", async () => {
     const run = await cli(["code", "check", "4F7U-2Q9M-ABD", "--json"]);
     expect(run.code).toBe(3);
     expect(run.json).toEqual({
-      error: { code: "JOIN_CODE_MALFORMED", message: expect.stringContaining("position 4"), exitCode: 3, reason: "character", position: 4, character: "U" },
+      error: {
+        code: "JOIN_CODE_MALFORMED",
+        message: expect.stringContaining("position 4"),
+        exitCode: 3,
+        reason: "character",
+        position: 4,
+        character: "U",
+      },
     });
     const url = await cli(["code", "check", "stratum-join://192.0.2.240/4F7K-2Q9M-ABD", "--json"]);
     expect(url.json).toEqual({ valid: true, selector: "4F", endpoint: "192.0.2.240:9444" });
@@ -85,7 +99,8 @@ describe("help, usage and the reference", () => {
       const run = await cli([...command.path, "--help"]);
       expect(run.code, command.path.join(" ")).toBe(0);
       expect(run.stdout).toMatch(new RegExp(`^Usage: stratum-join ${command.path.join(" ")}`));
-      for (const flag of [...Object.keys(command.flags), ...Object.keys(COMMON_FLAGS)]) expect(run.stdout, `${command.path.join(" ")} --${flag}`).toContain(`--${flag}`);
+      for (const flag of [...Object.keys(command.flags), ...Object.keys(COMMON_FLAGS)])
+        expect(run.stdout, `${command.path.join(" ")} --${flag}`).toContain(`--${flag}`);
       // `help <command>` says the same.
       expect((await cli(["help", ...command.path])).stdout).toBe(run.stdout);
     }
@@ -97,7 +112,28 @@ describe("help, usage and the reference", () => {
   });
 
   it("usage errors exit 2, as JSON with --json", async () => {
-    for (const args of [[], ["nope"], ["admin"], ["code", "check"], ["check", "--release"], ["register", "--bogus"], ["code", "check", "A", "B"], ["register", "--url", "stratum-join://127.0.0.1/4F7K-2Q9M-ABD", "--identity", join(tmp, "never"), "--release", "0.6.0", "--inventory", "x.json", "--collect-inventory"], ["register", "--code", "4F7K-2Q9M-ABD", "--identity", tmp, "--release", "0.6.0"]]) {
+    for (const args of [
+      [],
+      ["nope"],
+      ["admin"],
+      ["code", "check"],
+      ["check", "--release"],
+      ["register", "--bogus"],
+      ["code", "check", "A", "B"],
+      [
+        "register",
+        "--url",
+        "stratum-join://127.0.0.1/4F7K-2Q9M-ABD",
+        "--identity",
+        join(tmp, "never"),
+        "--release",
+        "0.6.0",
+        "--inventory",
+        "x.json",
+        "--collect-inventory",
+      ],
+      ["register", "--code", "4F7K-2Q9M-ABD", "--identity", tmp, "--release", "0.6.0"],
+    ]) {
       const run = await cli(args);
       expect(run.code, args.join(" ")).toBe(2);
       expect(run.stderr).toContain("USAGE");
@@ -134,10 +170,11 @@ describe("help, usage and the reference", () => {
 
   it("the exit-code table maps each code once", () => {
     const seen = new Set<string>();
-    for (const row of EXIT_CODE_TABLE) for (const code of row.codes) {
-      expect(seen.has(code), code).toBe(false);
-      seen.add(code);
-    }
+    for (const row of EXIT_CODE_TABLE)
+      for (const code of row.codes) {
+        expect(seen.has(code), code).toBe(false);
+        seen.add(code);
+      }
     expect(exitCodeForCode("LISTENER_NOT_PROVEN")).toBe(4);
     expect(exitCodeForCode("PAIRING_MISMATCH")).toBe(10);
     expect(exitCodeForCode("SOMETHING_NEW")).toBe(1);
@@ -155,7 +192,11 @@ describe("release keygen, sign, verify", () => {
 
     const keygen = await cli(["release", "keygen", "--key", key, "--json"]);
     expect(keygen.code).toBe(0);
-    expect(keygen.json).toEqual({ keyid: expect.stringMatching(/^[0-9a-f]{64}$/), privateKeyFile: key, publicKeyFile: `${key}.pub` });
+    expect(keygen.json).toEqual({
+      keyid: expect.stringMatching(/^[0-9a-f]{64}$/),
+      privateKeyFile: key,
+      publicKeyFile: `${key}.pub`,
+    });
     expect(statSync(key).mode & 0o777).toBe(0o600);
     expect(statSync(`${key}.pub`).mode & 0o777).toBe(0o644);
     expect(keygen.stdout).not.toContain("PRIVATE KEY");
@@ -165,29 +206,72 @@ describe("release keygen, sign, verify", () => {
 
     const sign = await cli(["release", "sign", dir, "--release", "0.6.0", "--key", key, "--json"]);
     expect(sign.code).toBe(0);
-    expect(sign.json).toMatchObject({ release: "0.6.0", files: 2, signedBy: [keygen.json.keyid], manifestPath: join(dir, "payload", "manifest.json") });
+    expect(sign.json).toMatchObject({
+      release: "0.6.0",
+      files: 2,
+      signedBy: [keygen.json.keyid],
+      manifestPath: join(dir, "payload", "manifest.json"),
+    });
 
     const verify = await cli(["release", "verify", dir, "--release", "0.6.0", "--trusted-key", `${key}.pub`, "--json"]);
     expect(verify.code).toBe(0);
     expect(verify.json).toMatchObject({ release: "0.6.0", files: 2, signedBy: [keygen.json.keyid] });
-    expect((await cli(["release", "verify", dir, "--release", "0.6.0", "--trusted-key", `${key}.pub`])).stdout).toContain("ok: release 0.6.0 verified");
+    expect(
+      (await cli(["release", "verify", dir, "--release", "0.6.0", "--trusted-key", `${key}.pub`])).stdout,
+    ).toContain("ok: release 0.6.0 verified");
 
-    const rollback = await cli(["release", "verify", dir, "--release", "0.7.0", "--trusted-key", `${key}.pub`, "--json"]);
+    const rollback = await cli([
+      "release",
+      "verify",
+      dir,
+      "--release",
+      "0.7.0",
+      "--trusted-key",
+      `${key}.pub`,
+      "--json",
+    ]);
     expect(rollback.code).toBe(11);
     expect(rollback.json.error).toMatchObject({ code: "RELEASE_UNVERIFIED", rule: "release" });
 
     const other = join(tmp, "other.key");
     await cli(["release", "keygen", "--key", other]);
-    const foreign = await cli(["release", "verify", dir, "--release", "0.6.0", "--trusted-key", `${other}.pub`, "--json"]);
+    const foreign = await cli([
+      "release",
+      "verify",
+      dir,
+      "--release",
+      "0.6.0",
+      "--trusted-key",
+      `${other}.pub`,
+      "--json",
+    ]);
     expect(foreign.code).toBe(11);
     expect(foreign.json.error).toMatchObject({ code: "RELEASE_UNVERIFIED", rule: "signature-threshold" });
 
     writeFileSync(join(dir, "sysext", "b"), "sysext B\n");
-    const tampered = await cli(["release", "verify", dir, "--release", "0.6.0", "--trusted-key", `${key}.pub`, "--json"]);
+    const tampered = await cli([
+      "release",
+      "verify",
+      dir,
+      "--release",
+      "0.6.0",
+      "--trusted-key",
+      `${key}.pub`,
+      "--json",
+    ]);
     expect(tampered.code).toBe(11);
     expect(tampered.json.error).toMatchObject({ code: "RELEASE_UNVERIFIED", rule: "hash", path: "sysext/b" });
 
-    const missing = await cli(["release", "verify", dir, "--release", "0.6.0", "--trusted-key", join(tmp, "nope.pub"), "--json"]);
+    const missing = await cli([
+      "release",
+      "verify",
+      dir,
+      "--release",
+      "0.6.0",
+      "--trusted-key",
+      join(tmp, "nope.pub"),
+      "--json",
+    ]);
     expect(missing.json.error).toMatchObject({ code: "FILE_ERROR", exitCode: 15 });
   });
 });
@@ -226,14 +310,22 @@ describe("against a reference server", () => {
   });
 
   it("admin mint prints the code once, marked secret, and never the token (token from STRATUM_TOKEN)", async () => {
-    const run = await cli(["admin", "mint", ...admin, "--endpoint", h.server.joinEndpoint, "--json"], { env: { STRATUM_TOKEN: h.server.adminToken } });
+    const run = await cli(["admin", "mint", ...admin, "--endpoint", h.server.joinEndpoint, "--json"], {
+      env: { STRATUM_TOKEN: h.server.adminToken },
+    });
     expect(run.code).toBe(0);
-    expect(run.json).toMatchObject({ secret: ["code", "url"], notice: expect.stringContaining("shown only now"), joinCode: { id: expect.any(String), state: "live" } });
+    expect(run.json).toMatchObject({
+      secret: ["code", "url"],
+      notice: expect.stringContaining("shown only now"),
+      joinCode: { id: expect.any(String), state: "live" },
+    });
     url = run.json.url;
     ({ formatted, code: canonical } = parseJoinUrl(url).code);
     expect(run.json.code).toBe(formatted);
     expect(run.stdout + run.stderr).not.toContain(h.server.adminToken);
-    const human = await cli(["admin", "mint", ...admin, "--endpoint", h.server.joinEndpoint], { env: { STRATUM_API: h.server.adminUrl, STRATUM_TOKEN: h.server.adminToken } });
+    const human = await cli(["admin", "mint", ...admin, "--endpoint", h.server.joinEndpoint], {
+      env: { STRATUM_API: h.server.adminUrl, STRATUM_TOKEN: h.server.adminToken },
+    });
     expect(human.stdout).toContain("SECRET, shown only now");
     // admin codes lists ids and selectors, never a code.
     const codes = await cli(["admin", "codes", ...admin, "--token", h.server.adminToken, "--json"]);
@@ -258,19 +350,36 @@ describe("against a reference server", () => {
   it("check: the listener proves the code; another release is refused with the cluster's (exit 6)", async () => {
     const ok = await joiner(["check", "--url", url, "--release", "0.6.0", "--json"]);
     expect(ok.code).toBe(0);
-    expect(ok.json).toMatchObject({ clusterRelease: "0.6.0", caFingerprint: h.server.caFingerprint, endpoint: h.server.joinEndpoint });
+    expect(ok.json).toMatchObject({
+      clusterRelease: "0.6.0",
+      caFingerprint: h.server.caFingerprint,
+      endpoint: h.server.joinEndpoint,
+    });
     const human = await joiner(["check", "--release", "0.6.0"], { env: { STRATUM_JOIN_URL: url } });
     expect(human.stdout).toContain("proved the code");
     const old = await joiner(["check", "--url", url, "--release", "0.3.0", "--json"]);
     expect(old.code).toBe(6);
-    expect(old.json.error).toMatchObject({ code: "RELEASE_MISMATCH", status: 409, details: { clusterRelease: "0.6.0", isoPath: expect.stringContaining("0.6.0") } });
+    expect(old.json.error).toMatchObject({
+      code: "RELEASE_MISMATCH",
+      status: 409,
+      details: { clusterRelease: "0.6.0", isoPath: expect.stringContaining("0.6.0") },
+    });
     const oldHuman = await joiner(["check", "--url", url, "--release", "0.3.0"]);
     expect(oldHuman.stderr).toContain("clusterRelease: 0.6.0");
   });
 
   it("a well-formed but wrong code exits 4; a revoked code exits 5", async () => {
     const { endpoint } = parseJoinUrl(url);
-    const wrong = await joiner(["check", "--endpoint", endpoint, "--code", "4F7K-2Q9M-ABD", "--release", "0.6.0", "--json"]);
+    const wrong = await joiner([
+      "check",
+      "--endpoint",
+      endpoint,
+      "--code",
+      "4F7K-2Q9M-ABD",
+      "--release",
+      "0.6.0",
+      "--json",
+    ]);
     expect(wrong.code).toBe(4);
     expect(wrong.json.error.code).toMatch(/^(LISTENER_NOT_PROVEN|JOIN_CODE_INVALID)$/);
     const minted = await h.admin.mintJoinCode({ endpoint: h.server.joinEndpoint });
@@ -283,9 +392,28 @@ describe("against a reference server", () => {
   it("register → admin joins → approve (pairing code checked) → register --wait delivering → delivery written → status", async () => {
     const dir = join(tmp, "machine-1");
     const inventory = inventoryFile();
-    const first = await joiner(["register", "--url", url, "--identity", dir, "--release", "0.6.0", "--inventory", inventory, "--hostname", "node-2", "--json"]);
+    const first = await joiner([
+      "register",
+      "--url",
+      url,
+      "--identity",
+      dir,
+      "--release",
+      "0.6.0",
+      "--inventory",
+      inventory,
+      "--hostname",
+      "node-2",
+      "--json",
+    ]);
     expect(first.code, first.stdout + first.stderr).toBe(0);
-    expect(first.json).toMatchObject({ state: "pending", created: true, identity: { dir, created: true }, caFingerprint: h.server.caFingerprint, sessionFile: join(dir, "session.json") });
+    expect(first.json).toMatchObject({
+      state: "pending",
+      created: true,
+      identity: { dir, created: true },
+      caFingerprint: h.server.caFingerprint,
+      sessionFile: join(dir, "session.json"),
+    });
     const { joinId, pairingCode } = first.json;
     expect(pairingCode).toMatch(/^[0-9A-Z]{3}-[0-9A-Z]{3}$/);
     // The identity: DIR 0700, key 0600, cert 0644; the session saved and valid.
@@ -301,45 +429,111 @@ describe("against a reference server", () => {
 
     const joins = await cli(["admin", "joins", ...admin, "--token", h.server.adminToken, "--json"]);
     const listed = joins.json.items.find((j: { id: string }) => j.id === joinId);
-    expect(listed).toMatchObject({ pairingCode, state: "pending", hostname: "node-2", keyFingerprint: first.json.keyFingerprint });
-    const pendingOnly = await cli(["admin", "joins", ...admin, "--token", h.server.adminToken, "--state", "joined", "--json"]);
+    expect(listed).toMatchObject({
+      pairingCode,
+      state: "pending",
+      hostname: "node-2",
+      keyFingerprint: first.json.keyFingerprint,
+    });
+    const pendingOnly = await cli([
+      "admin",
+      "joins",
+      ...admin,
+      "--token",
+      h.server.adminToken,
+      "--state",
+      "joined",
+      "--json",
+    ]);
     expect(pendingOnly.json.items).toEqual([]);
     const table = await cli(["admin", "joins", ...admin, "--token", h.server.adminToken]);
     expect(table.stdout).toMatch(new RegExp(`${joinId}\\s+pending\\s+${pairingCode}`));
 
     // Approving with the wrong pairing code is refused before anything is approved.
     const otherCode = pairingCode === "000-000" ? "111-111" : "000-000";
-    const mismatch = await cli(["admin", "approve", joinId, ...admin, "--token", h.server.adminToken, "--pairing-code", otherCode, "--json"]);
+    const mismatch = await cli([
+      "admin",
+      "approve",
+      joinId,
+      ...admin,
+      "--token",
+      h.server.adminToken,
+      "--pairing-code",
+      otherCode,
+      "--json",
+    ]);
     expect(mismatch.code).toBe(10);
     expect(mismatch.json.error.code).toBe("PAIRING_MISMATCH");
     expect((await h.admin.getNodeJoin(joinId)).state).toBe("pending");
     // A refused assignment: exit 13 with the field.
     const badFile = join(tmp, "bad-assignment.json");
     writeFileSync(badFile, JSON.stringify({ role: "compute" }));
-    const refused = await cli(["admin", "approve", joinId, ...admin, "--token", h.server.adminToken, "--assignment", badFile, "--json"]);
+    const refused = await cli([
+      "admin",
+      "approve",
+      joinId,
+      ...admin,
+      "--token",
+      h.server.adminToken,
+      "--assignment",
+      badFile,
+      "--json",
+    ]);
     expect(refused.code).toBe(13);
-    expect(refused.json.error.errors).toEqual(expect.arrayContaining([expect.objectContaining({ field: expect.stringContaining("role") })]));
+    expect(refused.json.error.errors).toEqual(
+      expect.arrayContaining([expect.objectContaining({ field: expect.stringContaining("role") })]),
+    );
 
     const assignment = join(tmp, "assignment.json");
     writeFileSync(assignment, JSON.stringify({ role: "hybrid" }));
-    const approve = await cli(["admin", "approve", joinId, ...admin, "--token", h.server.adminToken, "--assignment", assignment, "--pairing-code", pairingCode.toLowerCase(), "--json"]);
+    const approve = await cli([
+      "admin",
+      "approve",
+      joinId,
+      ...admin,
+      "--token",
+      h.server.adminToken,
+      "--assignment",
+      assignment,
+      "--pairing-code",
+      pairingCode.toLowerCase(),
+      "--json",
+    ]);
     expect(approve.code, approve.stdout).toBe(0);
     expect(["approved", "delivering"]).toContain(approve.json.state);
 
     // The same identity registers again (same registration) and waits for its delivery.
-    const wait = await joiner(["register", "--url", url, "--identity", dir, "--release", "0.6.0", "--wait", "delivering", "--timeout", "20"]);
+    const wait = await joiner([
+      "register",
+      "--url",
+      url,
+      "--identity",
+      dir,
+      "--release",
+      "0.6.0",
+      "--wait",
+      "delivering",
+      "--timeout",
+      "20",
+    ]);
     expect(wait.code, wait.stderr).toBe(0);
     expect(wait.stdout).toContain("already registered");
     expect(wait.stdout).toContain("state delivering");
     expect(wait.stdout).toContain("using the machine identity in");
     const delivery = join(dir, "delivery");
     expect(readFileSync(join(delivery, "node.key"), "utf8")).toContain("PRIVATE KEY");
-    for (const name of ["node.yaml", "bundle.json", "node.key"]) expect(statSync(join(delivery, name)).mode & 0o777).toBe(0o600);
+    for (const name of ["node.yaml", "bundle.json", "node.key"])
+      expect(statSync(join(delivery, name)).mode & 0o777).toBe(0o600);
     expect(wait.stdout).not.toContain("PRIVATE KEY");
 
     const status = await joiner(["status", "--identity", dir, "--json"]);
     expect(status.code).toBe(0);
-    expect(status.json).toMatchObject({ joinId, state: "delivering", pairingCode, delivery: { nodeId: expect.any(String) } });
+    expect(status.json).toMatchObject({
+      joinId,
+      state: "delivering",
+      pairingCode,
+      delivery: { nodeId: expect.any(String) },
+    });
     expect(status.stdout).not.toContain("PRIVATE KEY");
     const human = await joiner(["status", "--identity", dir]);
     expect(human.stdout).toContain(`${joinId} at ${session.endpoint}: state delivering`);
@@ -347,7 +541,18 @@ describe("against a reference server", () => {
 
   it("register --json: with --wait, stdout is still one document and the states go to stderr", async () => {
     const dir = join(tmp, "machine-json");
-    const run = await joiner(["register", "--url", url, "--identity", dir, "--release", "0.6.0", "--wait", "pending", "--json"]);
+    const run = await joiner([
+      "register",
+      "--url",
+      url,
+      "--identity",
+      dir,
+      "--release",
+      "0.6.0",
+      "--wait",
+      "pending",
+      "--json",
+    ]);
     expect(run.code).toBe(0);
     expect(run.json).toMatchObject({ state: "pending", registration: { state: "pending" } });
     expect(run.stderr).toContain("state pending");
@@ -358,14 +563,30 @@ describe("against a reference server", () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 1500);
     const started = Date.now();
-    const aborted = await joiner(["register", "--url", url, "--identity", dir, "--release", "0.6.0", "--wait", "joined", "--json"], { signal: controller.signal });
+    const aborted = await joiner(
+      ["register", "--url", url, "--identity", dir, "--release", "0.6.0", "--wait", "joined", "--json"],
+      { signal: controller.signal },
+    );
     expect(aborted.code).toBe(130);
     expect(aborted.json).toEqual({ error: { code: "ABORTED", message: "interrupted", exitCode: 130 } });
     expect(Date.now() - started).toBeLessThan(10_000);
     // The session was saved before the wait: the machine picks up where it stopped.
     expect(existsSync(join(dir, "session.json"))).toBe(true);
 
-    const timedOut = await joiner(["register", "--url", url, "--identity", dir, "--release", "0.6.0", "--wait", "joined", "--timeout", "1", "--json"]);
+    const timedOut = await joiner([
+      "register",
+      "--url",
+      url,
+      "--identity",
+      dir,
+      "--release",
+      "0.6.0",
+      "--wait",
+      "joined",
+      "--timeout",
+      "1",
+      "--json",
+    ]);
     expect(timedOut.code).toBe(9);
     expect(timedOut.json.error.code).toBe("TIMEOUT");
   });
@@ -374,7 +595,17 @@ describe("against a reference server", () => {
     const dir = join(tmp, "machine-rejected");
     const first = await joiner(["register", "--url", url, "--identity", dir, "--release", "0.6.0", "--json"]);
     expect(first.code).toBe(0);
-    const reject = await cli(["admin", "reject", first.json.joinId, ...admin, "--token", h.server.adminToken, "--reason", "unknown serial", "--json"]);
+    const reject = await cli([
+      "admin",
+      "reject",
+      first.json.joinId,
+      ...admin,
+      "--token",
+      h.server.adminToken,
+      "--reason",
+      "unknown serial",
+      "--json",
+    ]);
     expect(reject.code).toBe(0);
     expect(reject.json).toMatchObject({ state: "rejected", reason: "unknown serial" });
     const status = await joiner(["status", "--identity", dir]);
@@ -395,7 +626,10 @@ describe("against a reference server", () => {
     writeFileSync(join(half, "key.pem"), "x", { mode: 0o600 });
     const incomplete = await joiner(["register", "--url", url, "--identity", half, "--release", "0.6.0", "--json"]);
     expect(incomplete.code).toBe(15);
-    expect(incomplete.json.error).toMatchObject({ code: "FILE_ERROR", message: expect.stringContaining("no cert.pem") });
+    expect(incomplete.json.error).toMatchObject({
+      code: "FILE_ERROR",
+      message: expect.stringContaining("no cert.pem"),
+    });
   });
 });
 
@@ -424,26 +658,62 @@ describe("self-upgrade against a reference server that serves its release", () =
   });
 
   it("refuses --self-upgrade without a trusted key (exit 2)", async () => {
-    const run = await cli(["register", "--url", url, "--identity", join(tmp, "up-0"), "--release", "0.5.0", "--self-upgrade"]);
+    const run = await cli([
+      "register",
+      "--url",
+      url,
+      "--identity",
+      join(tmp, "up-0"),
+      "--release",
+      "0.5.0",
+      "--self-upgrade",
+    ]);
     expect(run.code).toBe(2);
     expect(existsSync(join(tmp, "up-0"))).toBe(false);
   });
 
   it("downloads the founder's release with a progress bar on a TTY, then registers again on it: pending", async () => {
     const dir = join(tmp, "up-1");
-    const run = await cli(["register", "--url", url, "--identity", dir, "--release", "0.5.0", "--self-upgrade", "--trusted-key", pub, "--json"], { isTTY: true });
+    const run = await cli(
+      [
+        "register",
+        "--url",
+        url,
+        "--identity",
+        dir,
+        "--release",
+        "0.5.0",
+        "--self-upgrade",
+        "--trusted-key",
+        pub,
+        "--json",
+      ],
+      { isTTY: true },
+    );
     expect(run.code, run.stdout + run.stderr).toBe(0);
-    expect(run.json).toMatchObject({ state: "pending", release: "0.6.0", upgrade: { from: "0.5.0", to: "0.6.0", dir: join(dir, "release", "0.6.0"), files: 2 } });
+    expect(run.json).toMatchObject({
+      state: "pending",
+      release: "0.6.0",
+      upgrade: { from: "0.5.0", to: "0.6.0", dir: join(dir, "release", "0.6.0"), files: 2 },
+    });
     expect(readFileSync(join(dir, "release", "0.6.0", "os", "blobs", "a")).length).toBe(300_000);
     expect(existsSync(join(dir, "release", "0.6.0", "payload", "manifest.json"))).toBe(true);
     expect(run.stderr).toContain("state needs-upgrade");
     expect(run.stderr).toContain("release 0.6.0 [");
     expect(run.stderr).toContain("state pending");
     expect(parseJoinSession(readFileSync(join(dir, "session.json"), "utf8")).release).toBe("0.6.0");
-    const listed = (await h.admin.getNodeJoin(run.json.joinId));
+    const listed = await h.admin.getNodeJoin(run.json.joinId);
     expect(listed).toMatchObject({ state: "pending", release: "0.6.0" });
     // The downloaded release verifies with the CLI as well.
-    const verify = await cli(["release", "verify", join(dir, "release", "0.6.0"), "--release", "0.6.0", "--trusted-key", pub]);
+    const verify = await cli([
+      "release",
+      "verify",
+      join(dir, "release", "0.6.0"),
+      "--release",
+      "0.6.0",
+      "--trusted-key",
+      pub,
+    ]);
     expect(verify.code).toBe(0);
   });
 
@@ -451,7 +721,19 @@ describe("self-upgrade against a reference server that serves its release", () =
     const dir = join(tmp, "up-2");
     const other = join(tmp, "untrusted.key");
     await cli(["release", "keygen", "--key", other]);
-    const run = await cli(["register", "--url", url, "--identity", dir, "--release", "0.5.0", "--self-upgrade", "--trusted-key", `${other}.pub`, "--json"]);
+    const run = await cli([
+      "register",
+      "--url",
+      url,
+      "--identity",
+      dir,
+      "--release",
+      "0.5.0",
+      "--self-upgrade",
+      "--trusted-key",
+      `${other}.pub`,
+      "--json",
+    ]);
     expect(run.code).toBe(11);
     expect(run.json.error).toMatchObject({ code: "RELEASE_UNVERIFIED", rule: "signature-threshold" });
     const join_ = await h.admin.getNodeJoin(parseJoinSession(readFileSync(join(dir, "session.json"), "utf8")).joinId);
@@ -462,28 +744,66 @@ describe("self-upgrade against a reference server that serves its release", () =
     // release download picks the registration's upgrade up, with the right key this time.
     const download = await cli(["release", "download", "--identity", dir, "--trusted-key", pub, "--json"]);
     expect(download.code, download.stdout + download.stderr).toBe(0);
-    expect(download.json).toMatchObject({ release: "0.6.0", dir: join(dir, "release", "0.6.0"), files: 2, source: expect.stringContaining("founder") });
+    expect(download.json).toMatchObject({
+      release: "0.6.0",
+      dir: join(dir, "release", "0.6.0"),
+      files: 2,
+      source: expect.stringContaining("founder"),
+    });
     expect(readFileSync(join(dir, "release", "0.6.0", "sysext", "b"), "utf8")).toBe("sysext b\n");
   });
 
   it("release download from a mirror refuses plain HTTP (exit 2) and needs --dest", async () => {
-    const http = await cli(["release", "download", "--source", "http://mirror.example/0.6.0/", "--release", "0.6.0", "--dest", join(tmp, "mirror"), "--trusted-key", pub, "--json"]);
+    const http = await cli([
+      "release",
+      "download",
+      "--source",
+      "http://mirror.example/0.6.0/",
+      "--release",
+      "0.6.0",
+      "--dest",
+      join(tmp, "mirror"),
+      "--trusted-key",
+      pub,
+      "--json",
+    ]);
     expect(http.code).toBe(2);
     expect(http.json.error).toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("HTTPS") });
-    expect((await cli(["release", "download", "--source", "https://mirror.example/0.6.0/", "--release", "0.6.0", "--trusted-key", pub])).code).toBe(2);
+    expect(
+      (
+        await cli([
+          "release",
+          "download",
+          "--source",
+          "https://mirror.example/0.6.0/",
+          "--release",
+          "0.6.0",
+          "--trusted-key",
+          pub,
+        ])
+      ).code,
+    ).toBe(2);
   });
 });
 
 describe("the real entry as a process", () => {
   const exec = promisify(execFile);
   it("node --import tsx src/cli/main.ts code check 4F7K-2Q9M-ABD exits 0", async () => {
-    const { stdout } = await exec(process.execPath, ["--import", "tsx", "src/cli/main.ts", "code", "check", "4F7K-2Q9M-ABD"], { cwd: root });
+    const { stdout } = await exec(
+      process.execPath,
+      ["--import", "tsx", "src/cli/main.ts", "code", "check", "4F7K-2Q9M-ABD"],
+      { cwd: root },
+    );
     expect(stdout).toContain("ok: the join code is well formed");
     expect(readFileSync(join(root, "src/cli/main.ts"), "utf8").startsWith("#!/usr/bin/env node\n")).toBe(true);
   });
 
   it("exits with the error's code, the JSON error on stdout", async () => {
-    const failed = await exec(process.execPath, ["--import", "tsx", "src/cli/main.ts", "code", "check", "4F7K-2Q9M-BAD", "--json"], { cwd: root }).catch((e: { code: number; stdout: string }) => e);
+    const failed = await exec(
+      process.execPath,
+      ["--import", "tsx", "src/cli/main.ts", "code", "check", "4F7K-2Q9M-BAD", "--json"],
+      { cwd: root },
+    ).catch((e: { code: number; stdout: string }) => e);
     expect((failed as { code: number }).code).toBe(3);
     expect(JSON.parse((failed as { stdout: string }).stdout).error.suggestion).toBe("4F7K-2Q9M-ABD");
   });

@@ -66,7 +66,10 @@ export async function serveStatic(dir: string): Promise<{ url: string; close(): 
         res.writeHead(404, { "content-type": "text/plain" }).end("not found");
         return;
       }
-      res.writeHead(200, { "content-type": TYPES[extname(file)] ?? "application/octet-stream", "cache-control": "no-store" });
+      res.writeHead(200, {
+        "content-type": TYPES[extname(file)] ?? "application/octet-stream",
+        "cache-control": "no-store",
+      });
       createReadStream(file).pipe(res);
     })();
   });

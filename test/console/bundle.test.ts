@@ -41,7 +41,8 @@ describe("the console bundle", () => {
     for (const file of ["main.ts", "format.ts", "join-card.ts"]) {
       const source = readFileSync(join(repoRoot, "examples/console/src", file), "utf8");
       const specifiers = [...source.matchAll(/\bfrom\s+"([^"]+)"/g)].map((m) => m[1]!);
-      for (const specifier of specifiers) expect(specifier, `${file} imports ${specifier}`).toMatch(/^(@stratum\/join|qrcode|\.\/[\w-]+\.js)$/);
+      for (const specifier of specifiers)
+        expect(specifier, `${file} imports ${specifier}`).toMatch(/^(@stratum\/join|qrcode|\.\/[\w-]+\.js)$/);
     }
   });
 
@@ -50,7 +51,13 @@ describe("the console bundle", () => {
     const offending = built.moduleIds
       .map(fromRoot)
       // Vite swaps a built-in for a stub named `__vite-browser-external:<name>` rather than failing.
-      .filter((id) => builtins.has(id) || id.startsWith("node:") || id.includes("__vite-browser-external") || NODE_ONLY_SOURCE.test(id));
+      .filter(
+        (id) =>
+          builtins.has(id) ||
+          id.startsWith("node:") ||
+          id.includes("__vite-browser-external") ||
+          NODE_ONLY_SOURCE.test(id),
+      );
     expect(offending).toEqual([]);
   });
 
@@ -58,8 +65,14 @@ describe("the console bundle", () => {
     const chunks = built.output.output.filter((o) => o.type === "chunk");
     expect(chunks.length).toBeGreaterThan(0);
     for (const chunk of chunks) {
-      expect(chunk.imports.filter((i) => !chunk.fileName.includes(i) && !chunks.some((c) => c.fileName === i)), chunk.fileName).toEqual([]);
-      expect(chunk.dynamicImports.filter((i) => !chunks.some((c) => c.fileName === i)), chunk.fileName).toEqual([]);
+      expect(
+        chunk.imports.filter((i) => !chunk.fileName.includes(i) && !chunks.some((c) => c.fileName === i)),
+        chunk.fileName,
+      ).toEqual([]);
+      expect(
+        chunk.dynamicImports.filter((i) => !chunks.some((c) => c.fileName === i)),
+        chunk.fileName,
+      ).toEqual([]);
       expect(chunk.code).not.toMatch(/["'`]node:[a-z_/]+["'`]/);
       expect(chunk.code).not.toMatch(/\brequire\(\s*["'](fs|path|crypto|net|tls|http|https|os|child_process)["']\s*\)/);
     }

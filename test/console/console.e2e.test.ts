@@ -56,11 +56,37 @@ function inventory(last: number): Inventory {
         mountpoints: ["/", "/boot/efi"],
         holders: [{ kind: "partition-table", device: "nvme0n1", detail: "gpt" }],
       },
-      { name: "nvme1n1", path: "/dev/nvme1n1", byId: [`/dev/disk/by-id/nvme-DATA_${last}`], wwn: `eui.00000000000001${last}`, sizeBytes: 3_840_755_982_336, mountpoints: [], holders: [] },
+      {
+        name: "nvme1n1",
+        path: "/dev/nvme1n1",
+        byId: [`/dev/disk/by-id/nvme-DATA_${last}`],
+        wwn: `eui.00000000000001${last}`,
+        sizeBytes: 3_840_755_982_336,
+        mountpoints: [],
+        holders: [],
+      },
     ],
     nics: [
-      { name: "enp87s0", mac: `58:47:ca:70:11:${last}`, operState: "up", link: "up", speedMbps: 1000, mtu: 1500, addresses: [`192.0.2.${last}/24`], wireless: false },
-      { name: "enp2s0f0", mac: `58:47:ca:70:12:${last}`, operState: "up", link: "up", speedMbps: 25000, mtu: 9000, addresses: [], wireless: false },
+      {
+        name: "enp87s0",
+        mac: `58:47:ca:70:11:${last}`,
+        operState: "up",
+        link: "up",
+        speedMbps: 1000,
+        mtu: 1500,
+        addresses: [`192.0.2.${last}/24`],
+        wireless: false,
+      },
+      {
+        name: "enp2s0f0",
+        mac: `58:47:ca:70:12:${last}`,
+        operState: "up",
+        link: "up",
+        speedMbps: 25000,
+        mtu: 9000,
+        addresses: [],
+        wireless: false,
+      },
     ],
   };
 }
@@ -108,7 +134,9 @@ describe.runIf(runnable)("the console example in Chromium", () => {
     onTestFailed(async () => {
       mkdirSync(SHOTS, { recursive: true });
       await page.screenshot({ path: join(SHOTS, "console-failed.png"), fullPage: true }).catch(() => {});
-      console.error(`console e2e failed; page errors: ${JSON.stringify(pageErrors)}; screenshot test-results/console-failed.png; server log tail:\n${serverLog.slice(-30).join("\n")}`);
+      console.error(
+        `console e2e failed; page errors: ${JSON.stringify(pageErrors)}; screenshot test-results/console-failed.png; server log tail:\n${serverLog.slice(-30).join("\n")}`,
+      );
     });
     await page.goto(site.url);
     await page.getByTestId("api-url").fill(server.adminUrl);
@@ -153,12 +181,21 @@ describe.runIf(runnable)("the console example in Chromium", () => {
 
     // Two machines register with the joiner, from the URL the page shows.
     const machines = await Promise.all(
-      ([
-        ["node-2", 22],
-        ["node-3", 23],
-      ] as const).map(async ([hostname, last]) => {
+      (
+        [
+          ["node-2", 22],
+          ["node-3", 23],
+        ] as const
+      ).map(async ([hostname, last]) => {
         const identity = await createMachineIdentity();
-        const result = await registerMachine({ url, identity, release: "0.6.0", hostname, systemSerial: `SN-${last}`, inventory: inventory(last) });
+        const result = await registerMachine({
+          url,
+          identity,
+          release: "0.6.0",
+          hostname,
+          systemSerial: `SN-${last}`,
+          inventory: inventory(last),
+        });
         expect(result.created).toBe(true);
         return { hostname, identity, ...result };
       }),
@@ -188,7 +225,11 @@ describe.runIf(runnable)("the console example in Chromium", () => {
     // Approve one with the default assignment; the joiner is delivered and reports the join done.
     await card(approved.session.joinId).getByTestId("approve").click();
     await expect.poll(() => page.getByTestId("status").textContent(), POLL).toMatch(/Approved node-2 as n-/);
-    await waitForRegistration(approved.session, approved.identity, { until: "delivering", timeoutMs: 20_000, waitSeconds: 5 });
+    await waitForRegistration(approved.session, approved.identity, {
+      until: "delivering",
+      timeoutMs: 20_000,
+      waitSeconds: 5,
+    });
     const done = await reportProgress(approved.session, approved.identity, {
       steps: [{ name: "join", title: "Joining the cluster", status: "done" }],
       log: ["joined"],
@@ -205,7 +246,9 @@ describe.runIf(runnable)("the console example in Chromium", () => {
     await expect.poll(() => other.getByTestId("join-state").textContent(), POLL).toBe("rejected");
     expect(await other.getByTestId("join-explain").textContent()).toBe("Rejected: Not a machine we ordered");
     expect(await other.getByTestId("reject-form").isHidden()).toBe(true);
-    await expect(waitForRegistration(rejected.session, rejected.identity, { until: "joined", timeoutMs: 10_000, waitSeconds: 1 })).rejects.toMatchObject({
+    await expect(
+      waitForRegistration(rejected.session, rejected.identity, { until: "joined", timeoutMs: 10_000, waitSeconds: 1 }),
+    ).rejects.toMatchObject({
       code: "REGISTRATION_ENDED",
     });
 

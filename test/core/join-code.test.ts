@@ -196,7 +196,9 @@ describe("normalisation", () => {
           ),
         ),
       )
-      .chain((parts) => fc.constantFrom("", " ", "\n", "-").map((lead) => lead + parts.map(([s, sep]) => s + sep).join("")));
+      .chain((parts) =>
+        fc.constantFrom("", " ", "\n", "-").map((lead) => lead + parts.map(([s, sep]) => s + sep).join("")),
+      );
 
   it("case, dashes, white space and O/I/L do not change the code", () => {
     fc.assert(

@@ -148,7 +148,9 @@ describe("formatJoinUrl", () => {
       "stratum-join://192.0.2.240:8443/4F7K-2Q9M-ABD",
     );
     expect(formatJoinUrl({ host: "fd00::1", code: "4F7K2Q9MABD" })).toBe("stratum-join://[fd00::1]/4F7K-2Q9M-ABD");
-    expect(formatJoinUrl({ endpoint: "[fd00::1]:1", code: "4F7K2Q9MABD" })).toBe("stratum-join://[fd00::1]:1/4F7K-2Q9M-ABD");
+    expect(formatJoinUrl({ endpoint: "[fd00::1]:1", code: "4F7K2Q9MABD" })).toBe(
+      "stratum-join://[fd00::1]:1/4F7K-2Q9M-ABD",
+    );
   });
 
   it("refuses a bad code or host", () => {
@@ -161,7 +163,11 @@ describe("formatJoinUrl", () => {
 describe("endpoints", () => {
   it("parses host and host:port, default 9444", () => {
     expect(parseEndpoint("192.0.2.240")).toEqual({ host: "192.0.2.240", port: 9444, endpoint: "192.0.2.240:9444" });
-    expect(parseEndpoint(" Join.Example.com:1 ")).toEqual({ host: "join.example.com", port: 1, endpoint: "join.example.com:1" });
+    expect(parseEndpoint(" Join.Example.com:1 ")).toEqual({
+      host: "join.example.com",
+      port: 1,
+      endpoint: "join.example.com:1",
+    });
     expect(parseEndpoint("[fd00::1]")).toEqual({ host: "fd00::1", port: 9444, endpoint: "[fd00::1]:9444" });
     expect(parseEndpoint("[fd00::1]:9445")).toEqual({ host: "fd00::1", port: 9445, endpoint: "[fd00::1]:9445" });
     // A bare IPv6 address cannot carry a port, so it is read as the host alone.

@@ -49,7 +49,14 @@ const VECTORS = {
 };
 
 function transcriptInput() {
-  return { session: SESSION, ke1: KE1, ke2: KE2, caFingerprint: CA_FP, clientKeyFingerprint: KEY_FP, exporter: EXPORTER };
+  return {
+    session: SESSION,
+    ke1: KE1,
+    ke2: KE2,
+    caFingerprint: CA_FP,
+    clientKeyFingerprint: KEY_FP,
+    exporter: EXPORTER,
+  };
 }
 
 /** The transcript built independently with node:crypto and Buffer, from PROTOCOL.md §2. */

@@ -4,7 +4,10 @@ import { describe, expect, it } from "vitest";
 
 describe("npm run demo", () => {
   it("joins one machine end to end (upgrade, approval, delivery, joined) and exits 0", () => {
-    const run = spawnSync(process.execPath, ["--import", "tsx", "examples/demo/main.ts"], { encoding: "utf8", timeout: 180_000 });
+    const run = spawnSync(process.execPath, ["--import", "tsx", "examples/demo/main.ts"], {
+      encoding: "utf8",
+      timeout: 180_000,
+    });
     expect(run.stderr).toBe("");
     expect(run.status).toBe(0);
     expect(run.stdout).toMatch(/state needs-upgrade/);

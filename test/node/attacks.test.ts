@@ -13,7 +13,12 @@ import { JoinProtocolError } from "../../src/node/errors.js";
 import { createMachineIdentity, type MachineIdentity } from "../../src/node/identity.js";
 import { checkJoinCode, registerMachine } from "../../src/node/joiner.js";
 import { finishLogin, startLogin } from "../../src/node/opaque.js";
-import { disableSessionTickets, openPinnedConnection, tlsServerOptions, type PinnedConnection } from "../../src/node/pinned-connection.js";
+import {
+  disableSessionTickets,
+  openPinnedConnection,
+  tlsServerOptions,
+  type PinnedConnection,
+} from "../../src/node/pinned-connection.js";
 import { caFingerprint, createClusterCa, issueListenerCertificate, issueNodeCertificate } from "../../src/node/pki.js";
 import { startHarness, type Harness } from "./harness.js";
 
@@ -45,14 +50,20 @@ interface Relay {
  * request to the real listener over its own pinned connection (one per joiner connection, so
  * a PAKE session stays on one upstream connection), optionally rewriting the PAKE answer.
  */
-async function startRelay(leaf: { certPem: string; keyPem: string }, rewritePake?: (body: Record<string, unknown>) => Record<string, unknown>): Promise<Relay> {
+async function startRelay(
+  leaf: { certPem: string; keyPem: string },
+  rewritePake?: (body: Record<string, unknown>) => Record<string, unknown>,
+): Promise<Relay> {
   const relayIdentity = await createMachineIdentity();
   const upstreams = new WeakMap<TLSSocket, Promise<PinnedConnection>>();
   const forwarded: string[] = [];
   const server: Server = createServer({ ...tlsServerOptions(leaf) }, async (req, res) => {
     const socket = req.socket as TLSSocket;
     if (!upstreams.has(socket)) {
-      upstreams.set(socket, openPinnedConnection({ host: h.server.joinHost, port: h.server.joinPort, identity: relayIdentity }));
+      upstreams.set(
+        socket,
+        openPinnedConnection({ host: h.server.joinHost, port: h.server.joinPort, identity: relayIdentity }),
+      );
       socket.once("close", () => void upstreams.get(socket)?.then((c) => c.close()));
     }
     const chunks: Buffer[] = [];
@@ -64,7 +75,12 @@ async function startRelay(leaf: { certPem: string; keyPem: string }, rewritePake
       const value = req.headers[name];
       if (typeof value === "string") headers[name] = value;
     }
-    const answer = await upstream.request({ method: req.method as "POST", path: req.url!, headers, body: Buffer.concat(chunks) });
+    const answer = await upstream.request({
+      method: req.method as "POST",
+      path: req.url!,
+      headers,
+      body: Buffer.concat(chunks),
+    });
     let body: Uint8Array = answer.body;
     if (rewritePake && req.url === "/v1/join/pake" && answer.status === 200) {
       body = Buffer.from(JSON.stringify(rewritePake(answer.json as Record<string, unknown>)));
@@ -91,14 +107,19 @@ async function startRelay(leaf: { certPem: string; keyPem: string }, rewritePake
   };
 }
 
-const kePaths = (relay: Relay) => relay.forwarded.filter((r) => r.includes("/code-checks") || r.includes("/registrations"));
+const kePaths = (relay: Relay) =>
+  relay.forwarded.filter((r) => r.includes("/code-checks") || r.includes("/registrations"));
 
 // ---------------------------------------------------------------- a raw exchange
 
 /** Runs KE1/KE2/finishLogin on `connection` and returns what a KE3 call needs, without sending it. */
 async function rawProof(connection: PinnedConnection, identity: MachineIdentity) {
   const login = await startLogin(code.code);
-  const answer = await connection.request({ method: "POST", path: "/v1/join/pake", json: { selector: code.selector, ke1: login.ke1 } });
+  const answer = await connection.request({
+    method: "POST",
+    path: "/v1/join/pake",
+    json: { selector: code.selector, ke1: login.ke1 },
+  });
   expect(answer.status).toBe(200);
   const challenge = answer.json as { session: string; ke2: string; caCertificate: string };
   const caDer = new Uint8Array(new X509Certificate(challenge.caCertificate).raw);
@@ -113,10 +134,14 @@ async function rawProof(connection: PinnedConnection, identity: MachineIdentity)
     clientKeyFingerprint: identity.keyFingerprint,
     exporter: connection.exporter(),
   });
-  return { body: { pake: { session: challenge.session, ke3: finished!.ke3 }, release: "0.6.0" }, binding: await clientBinding(keys.kc, transcript) };
+  return {
+    body: { pake: { session: challenge.session, ke3: finished!.ke3 }, release: "0.6.0" },
+    binding: await clientBinding(keys.kc, transcript),
+  };
 }
 
-const connectAs = (identity: MachineIdentity) => openPinnedConnection({ host: h.server.joinHost, port: h.server.joinPort, identity });
+const connectAs = (identity: MachineIdentity) =>
+  openPinnedConnection({ host: h.server.joinHost, port: h.server.joinPort, identity });
 
 // ---------------------------------------------------------------- the attacks
 
@@ -127,7 +152,11 @@ describe("attacks on the join exchange", () => {
     const relay = await startRelay(leaf, (body) => ({ ...body, caCertificate: other.certPem }));
     try {
       const before = await joins();
-      const error = await registerMachine({ url: relay.url, identity: await createMachineIdentity(), release: "0.6.0" }).catch((e: unknown) => e);
+      const error = await registerMachine({
+        url: relay.url,
+        identity: await createMachineIdentity(),
+        release: "0.6.0",
+      }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(JoinProtocolError);
       expect((error as JoinProtocolError).code).toBe("LISTENER_NOT_PROVEN");
       expect(kePaths(relay)).toEqual([]);
@@ -142,7 +171,11 @@ describe("attacks on the join exchange", () => {
     const relay = await startRelay(await issueListenerCertificate(other, { hosts: ["127.0.0.1"] }));
     try {
       const before = await joins();
-      const error = await registerMachine({ url: relay.url, identity: await createMachineIdentity(), release: "0.6.0" }).catch((e: unknown) => e);
+      const error = await registerMachine({
+        url: relay.url,
+        identity: await createMachineIdentity(),
+        release: "0.6.0",
+      }).catch((e: unknown) => e);
       expect(error).toMatchObject({ code: "LISTENER_CERTIFICATE", check: "chain" });
       expect(kePaths(relay)).toEqual([]);
       expect(await joins()).toBe(before);
@@ -156,7 +189,11 @@ describe("attacks on the join exchange", () => {
     const relay = await startRelay(nodeLeaf);
     try {
       const before = await joins();
-      const error = await registerMachine({ url: relay.url, identity: await createMachineIdentity(), release: "0.6.0" }).catch((e: unknown) => e);
+      const error = await registerMachine({
+        url: relay.url,
+        identity: await createMachineIdentity(),
+        release: "0.6.0",
+      }).catch((e: unknown) => e);
       expect(error).toMatchObject({ code: "LISTENER_CERTIFICATE", check: "role" });
       expect(kePaths(relay)).toEqual([]);
       expect(await joins()).toBe(before);
@@ -170,7 +207,11 @@ describe("attacks on the join exchange", () => {
     const relay = await startRelay(stolen);
     try {
       const before = await joins();
-      const error = await registerMachine({ url: relay.url, identity: await createMachineIdentity(), release: "0.6.0" }).catch((e: unknown) => e);
+      const error = await registerMachine({
+        url: relay.url,
+        identity: await createMachineIdentity(),
+        release: "0.6.0",
+      }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(StratumApiError);
       expect((error as StratumApiError).status).toBe(401);
       expect((error as StratumApiError).code).toBe("JOIN_CODE_INVALID");
@@ -188,7 +229,12 @@ describe("attacks on the join exchange", () => {
     try {
       const before = await joins();
       const proof = await rawProof(first, identity);
-      const answer = await second.request({ method: "POST", path: "/v1/join/registrations", headers: { "join-binding": proof.binding }, json: proof.body });
+      const answer = await second.request({
+        method: "POST",
+        path: "/v1/join/registrations",
+        headers: { "join-binding": proof.binding },
+        json: proof.body,
+      });
       expect(answer.status).toBe(409);
       expect(answer.json).toMatchObject({ code: "JOIN_PAKE_RESTART" });
       expect(await joins()).toBe(before);
@@ -203,9 +249,19 @@ describe("attacks on the join exchange", () => {
     const connection = await connectAs(identity);
     try {
       const proof = await rawProof(connection, identity);
-      const ok = await connection.request({ method: "POST", path: "/v1/join/code-checks", headers: { "join-binding": proof.binding }, json: proof.body });
+      const ok = await connection.request({
+        method: "POST",
+        path: "/v1/join/code-checks",
+        headers: { "join-binding": proof.binding },
+        json: proof.body,
+      });
       expect(ok.status).toBe(200);
-      const replay = await connection.request({ method: "POST", path: "/v1/join/registrations", headers: { "join-binding": proof.binding }, json: proof.body });
+      const replay = await connection.request({
+        method: "POST",
+        path: "/v1/join/registrations",
+        headers: { "join-binding": proof.binding },
+        json: proof.body,
+      });
       expect(replay.status).toBe(409);
       expect(replay.json).toMatchObject({ code: "JOIN_PAKE_RESTART" });
     } finally {
@@ -220,7 +276,12 @@ describe("attacks on the join exchange", () => {
       const before = await joins();
       const proof = await rawProof(connection, identity);
       await new Promise((r) => setTimeout(r, 1700));
-      const answer = await connection.request({ method: "POST", path: "/v1/join/registrations", headers: { "join-binding": proof.binding }, json: proof.body });
+      const answer = await connection.request({
+        method: "POST",
+        path: "/v1/join/registrations",
+        headers: { "join-binding": proof.binding },
+        json: proof.body,
+      });
       expect(answer.status).toBe(409);
       expect(answer.json).toMatchObject({ code: "JOIN_PAKE_RESTART" });
       expect(await joins()).toBe(before);
@@ -234,9 +295,17 @@ describe("attacks on the join exchange", () => {
     const connection = await connectAs(identity);
     try {
       const login = await startLogin(code.code);
-      const real = await connection.request({ method: "POST", path: "/v1/join/pake", json: { selector: code.selector, ke1: login.ke1 } });
+      const real = await connection.request({
+        method: "POST",
+        path: "/v1/join/pake",
+        json: { selector: code.selector, ke1: login.ke1 },
+      });
       const unknownSelector = code.selector === "ZZ" ? "ZY" : "ZZ";
-      const fake = await connection.request({ method: "POST", path: "/v1/join/pake", json: { selector: unknownSelector, ke1: login.ke1 } });
+      const fake = await connection.request({
+        method: "POST",
+        path: "/v1/join/pake",
+        json: { selector: unknownSelector, ke1: login.ke1 },
+      });
       expect(fake.status).toBe(200);
       const a = real.json as { ke2: string; caCertificate: string };
       const b = fake.json as { ke2: string; caCertificate: string };
@@ -275,7 +344,13 @@ describe("attacks on the join exchange", () => {
     try {
       // Eleven KE1s at once, none finished: each counts as an attempt not proven.
       const answers = await Promise.all(
-        connections.map(async (c) => c.request({ method: "POST", path: "/v1/join/pake", json: { selector: target.selector, ke1: (await startLogin(target.code)).ke1 } })),
+        connections.map(async (c) =>
+          c.request({
+            method: "POST",
+            path: "/v1/join/pake",
+            json: { selector: target.selector, ke1: (await startLogin(target.code)).ke1 },
+          }),
+        ),
       );
       for (const answer of answers) expect(answer.status).toBe(200);
     } finally {

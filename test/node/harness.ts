@@ -41,7 +41,11 @@ export async function startHarness(config: Partial<ReferenceServerConfig> = {}):
 }
 
 /** Polls `check` until it returns a value (not undefined), or fails after `timeoutMs`. */
-export async function eventually<T>(check: () => Promise<T | undefined> | T | undefined, timeoutMs = 10_000, what = "condition"): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 10_000,
+  what = "condition",
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
@@ -55,8 +59,23 @@ export async function eventually<T>(check: () => Promise<T | undefined> | T | un
 export const demoInventory = {
   uefi: true,
   disks: [
-    { name: "nvme0n1", path: "/dev/nvme0n1", byId: ["/dev/disk/by-id/nvme-SYS_1"], sizeBytes: 512e9, mountpoints: ["/"], holders: [{ kind: "partition-table", device: "nvme0n1", detail: "gpt" }] },
-    { name: "nvme1n1", path: "/dev/nvme1n1", byId: ["/dev/disk/by-id/nvme-DATA_1"], wwn: "eui.0025", sizeBytes: 2e12, mountpoints: [], holders: [] },
+    {
+      name: "nvme0n1",
+      path: "/dev/nvme0n1",
+      byId: ["/dev/disk/by-id/nvme-SYS_1"],
+      sizeBytes: 512e9,
+      mountpoints: ["/"],
+      holders: [{ kind: "partition-table", device: "nvme0n1", detail: "gpt" }],
+    },
+    {
+      name: "nvme1n1",
+      path: "/dev/nvme1n1",
+      byId: ["/dev/disk/by-id/nvme-DATA_1"],
+      wwn: "eui.0025",
+      sizeBytes: 2e12,
+      mountpoints: [],
+      holders: [],
+    },
   ],
   nics: [{ name: "enp1s0", mac: "58:47:ca:70:11:02", addresses: ["127.0.0.1/8"], link: "up", mtu: 1500 }],
   cpu: { model: "Test CPU", sockets: 1, cores: 8, threads: 16, virtualization: "svm" },

@@ -4,7 +4,12 @@ import { inspect } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { StratumError } from "../../src/errors/index.js";
 import { IdentityError } from "../../src/node/errors.js";
-import { createMachineIdentity, createThrowawayIdentity, loadMachineIdentity, type MachineIdentity } from "../../src/node/identity.js";
+import {
+  createMachineIdentity,
+  createThrowawayIdentity,
+  loadMachineIdentity,
+  type MachineIdentity,
+} from "../../src/node/identity.js";
 import { peerKeyFingerprint, tlsServerOptions } from "../../src/node/pinned-connection.js";
 import { createClusterCa, issueListenerCertificate, spkiFingerprint } from "../../src/node/pki.js";
 
@@ -14,7 +19,9 @@ afterEach(() => {
 });
 
 /** A TLS 1.3 handshake presenting `identity`; what the server saw of the client key. */
-async function handshake(identity: MachineIdentity): Promise<{ serverSaw: string | undefined; protocol: string | null }> {
+async function handshake(
+  identity: MachineIdentity,
+): Promise<{ serverSaw: string | undefined; protocol: string | null }> {
   const ca = await createClusterCa();
   const leaf = await issueListenerCertificate(ca, { hosts: ["127.0.0.1"] });
   let serverSaw: string | undefined;
@@ -25,7 +32,14 @@ async function handshake(identity: MachineIdentity): Promise<{ serverSaw: string
   servers.push(server);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as { port: number };
-  const client = tls.connect({ host: "127.0.0.1", port, cert: identity.certPem, key: identity.keyPem, rejectUnauthorized: false, minVersion: "TLSv1.3" });
+  const client = tls.connect({
+    host: "127.0.0.1",
+    port,
+    cert: identity.certPem,
+    key: identity.keyPem,
+    rejectUnauthorized: false,
+    minVersion: "TLSv1.3",
+  });
   client.on("data", () => {});
   await new Promise<void>((resolve, reject) => {
     client.on("end", resolve);
@@ -60,12 +74,21 @@ describe("machine identity", () => {
     const identity = await createMachineIdentity();
     expect(identity.keyPem).toContain("-----BEGIN PRIVATE KEY-----");
     const body = identity.keyPem.split("\n")[1]!;
-    for (const text of [inspect(identity), inspect(identity, { showHidden: true, depth: 5 }), JSON.stringify(identity), JSON.stringify({ nested: identity }), String(Object.keys(identity))]) {
+    for (const text of [
+      inspect(identity),
+      inspect(identity, { showHidden: true, depth: 5 }),
+      JSON.stringify(identity),
+      JSON.stringify({ nested: identity }),
+      String(Object.keys(identity)),
+    ]) {
       expect(text).not.toContain("PRIVATE KEY");
       expect(text).not.toContain(body);
     }
     expect(inspect(identity)).toContain(identity.keyFingerprint);
-    expect(JSON.parse(JSON.stringify(identity))).toEqual({ certPem: identity.certPem, keyFingerprint: identity.keyFingerprint });
+    expect(JSON.parse(JSON.stringify(identity))).toEqual({
+      certPem: identity.certPem,
+      keyFingerprint: identity.keyFingerprint,
+    });
     expect({ ...identity }).not.toHaveProperty("keyPem");
   });
 
@@ -91,8 +114,12 @@ describe("machine identity", () => {
 
   it("refuses garbage, encrypted and unsupported keys with IDENTITY_INVALID", async () => {
     const a = await createMachineIdentity();
-    const encrypted = createPrivateKey(a.keyPem).export({ type: "pkcs8", format: "pem", cipher: "aes-256-cbc", passphrase: "secret" }).toString();
-    const dsa = generateKeyPairSync("dsa", { modulusLength: 2048, divisorLength: 256 }).privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+    const encrypted = createPrivateKey(a.keyPem)
+      .export({ type: "pkcs8", format: "pem", cipher: "aes-256-cbc", passphrase: "secret" })
+      .toString();
+    const dsa = generateKeyPairSync("dsa", { modulusLength: 2048, divisorLength: 256 })
+      .privateKey.export({ type: "pkcs8", format: "pem" })
+      .toString();
     for (const stored of [
       { certPem: "not a cert", keyPem: a.keyPem },
       { certPem: a.certPem, keyPem: "not a key" },

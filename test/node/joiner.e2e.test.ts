@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { inspect } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { JoinCodeError, StratumApiError, StratumError, formatJoinUrl, parseJoinUrl } from "../../src/index.js";
+import { JoinCodeError, StratumApiError, type StratumError, formatJoinUrl, parseJoinUrl } from "../../src/index.js";
 import {
   checkJoinCode,
   createMachineIdentity,
@@ -74,7 +74,10 @@ describe("the joiner against the reference server", () => {
     const error = await checkJoinCode({ url, release: "0.3.0" }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StratumApiError);
     expect((error as StratumApiError).code).toBe("RELEASE_MISMATCH");
-    expect((error as StratumApiError).details).toMatchObject({ clusterRelease: "0.6.0", isoPath: expect.stringContaining("0.6.0") });
+    expect((error as StratumApiError).details).toMatchObject({
+      clusterRelease: "0.6.0",
+      isoPath: expect.stringContaining("0.6.0"),
+    });
   });
 
   it("a well-formed but wrong code: the listener did not prove it, no KE3 is sent, the attempt counts", async () => {
@@ -97,7 +100,14 @@ describe("the joiner against the reference server", () => {
 
   it("registers, pins the CA, keeps the session across a 'reboot', approves, delivers and joins", async () => {
     const identity = await createMachineIdentity();
-    const first = await registerMachine({ url, identity, release: "0.6.0", hostname: "node-2", systemSerial: "S-1", inventory: demoInventory });
+    const first = await registerMachine({
+      url,
+      identity,
+      release: "0.6.0",
+      hostname: "node-2",
+      systemSerial: "S-1",
+      inventory: demoInventory,
+    });
     expect(first.created).toBe(true);
     expect(first.registration.state).toBe("pending");
     expect(first.registration.pairingCode).toMatch(/^[0-9A-Z]{3}-[0-9A-Z]{3}$/);
@@ -141,7 +151,8 @@ describe("the joiner against the reference server", () => {
     // Secrets are readable but never printed or serialised by accident.
     expect(inspect(delivered, { depth: 10 })).not.toContain("PRIVATE KEY");
     expect(JSON.stringify(delivered)).not.toContain("PRIVATE KEY");
-    if (delivery.bundle.postgresPassword) expect(inspect(delivered, { depth: 10 })).not.toContain(delivery.bundle.postgresPassword);
+    if (delivery.bundle.postgresPassword)
+      expect(inspect(delivered, { depth: 10 })).not.toContain(delivery.bundle.postgresPassword);
 
     const dir = mkdtempSync(join(tmpdir(), "stratum-delivery-"));
     try {
@@ -159,7 +170,10 @@ describe("the joiner against the reference server", () => {
       log: ["storage ready"],
     });
     expect(installing.state).toBe("installing");
-    await reportProgress(session, identity, { steps: [{ name: "join", title: "Joining the cluster", status: "done" }], log: ["joined"] });
+    await reportProgress(session, identity, {
+      steps: [{ name: "join", title: "Joining the cluster", status: "done" }],
+      log: ["joined"],
+    });
     const joined = await waitForRegistration(session, identity, { until: "joined", timeoutMs: 10_000 });
     expect(joined.state).toBe("joined");
     const founderView = await h.admin.getNodeJoin(session.joinId);
@@ -178,14 +192,19 @@ describe("the joiner against the reference server", () => {
     await expect(reportProgress(session, other, { steps: [] })).rejects.toMatchObject({ code: "IDENTITY_MISMATCH" });
     // Even when the session is edited to claim the other key, the listener pins the registration: 404.
     const forged = { ...session, keyFingerprint: other.keyFingerprint };
-    await expect(reportProgress(forged, other, { steps: [] })).rejects.toMatchObject({ status: 404, code: "NOT_FOUND" });
+    await expect(reportProgress(forged, other, { steps: [] })).rejects.toMatchObject({
+      status: 404,
+      code: "NOT_FOUND",
+    });
   });
 
   it("a rejected machine: the wait ends with the reason, and the key is refused from then on", async () => {
     const identity = await createMachineIdentity();
     const { session } = await registerMachine({ url, identity, release: "0.6.0" });
     await h.admin.rejectNodeJoin(session.joinId, { reason: "unknown serial" });
-    const ended = await waitForRegistration(session, identity, { until: "joined", timeoutMs: 10_000 }).catch((e: unknown) => e);
+    const ended = await waitForRegistration(session, identity, { until: "joined", timeoutMs: 10_000 }).catch(
+      (e: unknown) => e,
+    );
     expect(ended).toBeInstanceOf(RegistrationEndedError);
     expect((ended as RegistrationEndedError).registration.reason).toBe("unknown serial");
     const again = await registerMachine({ url, identity, release: "0.6.0" }).catch((e: unknown) => e);
@@ -216,10 +235,14 @@ describe("the joiner against the reference server", () => {
   it("waitForRegistration honours its timeout and the caller's abort", async () => {
     const identity = await createMachineIdentity();
     const { session } = await registerMachine({ url, identity, release: "0.6.0" });
-    await expect(waitForRegistration(session, identity, { until: "joined", timeoutMs: 300, waitSeconds: 1 })).rejects.toMatchObject({ code: "TIMEOUT" });
+    await expect(
+      waitForRegistration(session, identity, { until: "joined", timeoutMs: 300, waitSeconds: 1 }),
+    ).rejects.toMatchObject({ code: "TIMEOUT" });
     const controller = new AbortController();
     setTimeout(() => controller.abort(new Error("stop")), 200);
-    await expect(waitForRegistration(session, identity, { until: "joined", signal: controller.signal, waitSeconds: 1 })).rejects.toThrow("stop");
+    await expect(
+      waitForRegistration(session, identity, { until: "joined", signal: controller.signal, waitSeconds: 1 }),
+    ).rejects.toThrow("stop");
   });
 
   it("errors never carry the code", async () => {
@@ -230,4 +253,3 @@ describe("the joiner against the reference server", () => {
     expect(text).not.toContain(parseJoinUrl(wrong).code.formatted);
   });
 });
-

@@ -37,7 +37,13 @@ describe("opaque", () => {
 
   it("the right code gives both sides the same session key", async () => {
     const client = await startLogin(CODE);
-    const server = await startServerLogin({ serverSetup, codeId: CODE_ID, registrationRecord: record, ke1: client.ke1, caDer: ca.certDer });
+    const server = await startServerLogin({
+      serverSetup,
+      codeId: CODE_ID,
+      registrationRecord: record,
+      ke1: client.ke1,
+      caDer: ca.certDer,
+    });
     const finished = await finishLogin({ state: client.state, ke2: server.ke2, code: CODE, caDer: ca.certDer });
     expect(finished).toBeDefined();
     expect(finished!.sessionKey).toBeInstanceOf(Uint8Array);
@@ -48,14 +54,34 @@ describe("opaque", () => {
 
   it("a wrong code gives the joiner nothing (the listener is not proven)", async () => {
     const client = await startLogin("4F7K2Q9MABE");
-    const server = await startServerLogin({ serverSetup, codeId: CODE_ID, registrationRecord: record, ke1: client.ke1, caDer: ca.certDer });
-    expect(await finishLogin({ state: client.state, ke2: server.ke2, code: "4F7K2Q9MABE", caDer: ca.certDer })).toBeUndefined();
+    const server = await startServerLogin({
+      serverSetup,
+      codeId: CODE_ID,
+      registrationRecord: record,
+      ke1: client.ke1,
+      caDer: ca.certDer,
+    });
+    expect(
+      await finishLogin({ state: client.state, ke2: server.ke2, code: "4F7K2Q9MABE", caDer: ca.certDer }),
+    ).toBeUndefined();
   });
 
   it("a fake KE2 has the length of a real one, and proves nothing", async () => {
     const client = await startLogin(CODE);
-    const real = await startServerLogin({ serverSetup, codeId: CODE_ID, registrationRecord: record, ke1: client.ke1, caDer: ca.certDer });
-    const fake = await startServerLogin({ serverSetup, codeId: "ZZ", registrationRecord: null, ke1: client.ke1, caDer: ca.certDer });
+    const real = await startServerLogin({
+      serverSetup,
+      codeId: CODE_ID,
+      registrationRecord: record,
+      ke1: client.ke1,
+      caDer: ca.certDer,
+    });
+    const fake = await startServerLogin({
+      serverSetup,
+      codeId: "ZZ",
+      registrationRecord: null,
+      ke1: client.ke1,
+      caDer: ca.certDer,
+    });
     expect(fake.ke2.length).toBe(real.ke2.length);
     expect(Buffer.from(fake.ke2, "base64url").length).toBe(Buffer.from(real.ke2, "base64url").length);
     expect(await finishLogin({ state: client.state, ke2: fake.ke2, code: CODE, caDer: ca.certDer })).toBeUndefined();
@@ -64,18 +90,46 @@ describe("opaque", () => {
   it("a listener answering under another CA is not proven", async () => {
     const client = await startLogin(CODE);
     // The record was minted under `ca`; a listener of another cluster claims `otherCa`.
-    const server = await startServerLogin({ serverSetup, codeId: CODE_ID, registrationRecord: record, ke1: client.ke1, caDer: otherCa.certDer });
-    expect(await finishLogin({ state: client.state, ke2: server.ke2, code: CODE, caDer: otherCa.certDer })).toBeUndefined();
+    const server = await startServerLogin({
+      serverSetup,
+      codeId: CODE_ID,
+      registrationRecord: record,
+      ke1: client.ke1,
+      caDer: otherCa.certDer,
+    });
+    expect(
+      await finishLogin({ state: client.state, ke2: server.ke2, code: CODE, caDer: otherCa.certDer }),
+    ).toBeUndefined();
     // Or the real listener, but the joiner computes the identifier from a substituted CA.
-    const honest = await startServerLogin({ serverSetup, codeId: CODE_ID, registrationRecord: record, ke1: client.ke1, caDer: ca.certDer });
-    expect(await finishLogin({ state: client.state, ke2: honest.ke2, code: CODE, caDer: otherCa.certDer })).toBeUndefined();
+    const honest = await startServerLogin({
+      serverSetup,
+      codeId: CODE_ID,
+      registrationRecord: record,
+      ke1: client.ke1,
+      caDer: ca.certDer,
+    });
+    expect(
+      await finishLogin({ state: client.state, ke2: honest.ke2, code: CODE, caDer: otherCa.certDer }),
+    ).toBeUndefined();
   });
 
   it("the listener refuses a KE3 of another login, and malformed messages", async () => {
     const a = await startLogin(CODE);
     const b = await startLogin(CODE);
-    const serverA = await startServerLogin({ serverSetup, codeId: CODE_ID, registrationRecord: record, ke1: a.ke1, caDer: ca.certDer });
-    const serverB = await startServerLogin({ serverSetup, codeId: CODE_ID, registrationRecord: record, ke1: b.ke1, caDer: ca.certDer });
+    const serverA = await startServerLogin({
+      serverSetup,
+      codeId: CODE_ID,
+      registrationRecord: record,
+      ke1: a.ke1,
+      caDer: ca.certDer,
+    });
+    const serverB = await startServerLogin({
+      serverSetup,
+      codeId: CODE_ID,
+      registrationRecord: record,
+      ke1: b.ke1,
+      caDer: ca.certDer,
+    });
     const finishedB = await finishLogin({ state: b.state, ke2: serverB.ke2, code: CODE, caDer: ca.certDer });
     expect(await finishServerLogin({ state: serverA.state, ke3: finishedB!.ke3, caDer: ca.certDer })).toBeUndefined();
     expect(await finishServerLogin({ state: serverA.state, ke3: "AAAA", caDer: ca.certDer })).toBeUndefined();
@@ -86,7 +140,13 @@ describe("opaque", () => {
     const t0 = performance.now();
     const client = await startLogin(CODE);
     const t1 = performance.now();
-    const server = await startServerLogin({ serverSetup, codeId: CODE_ID, registrationRecord: record, ke1: client.ke1, caDer: ca.certDer });
+    const server = await startServerLogin({
+      serverSetup,
+      codeId: CODE_ID,
+      registrationRecord: record,
+      ke1: client.ke1,
+      caDer: ca.certDer,
+    });
     const t2 = performance.now();
     const finished = await finishLogin({ state: client.state, ke2: server.ke2, code: CODE, caDer: ca.certDer });
     const t3 = performance.now();

@@ -44,38 +44,55 @@ afterEach(async () => {
  * A listener-like HTTPS server. `/whoami` answers what the server sees of this TLS connection;
  * `/close` answers and closes the connection.
  */
-async function startListener(options: { leaf?: { certPem: string; keyPem: string | undefined }; tickets?: boolean; host?: string } = {}) {
+async function startListener(
+  options: { leaf?: { certPem: string; keyPem: string | undefined }; tickets?: boolean; host?: string } = {},
+) {
   const leaf = options.leaf ?? listenerLeaf;
-  const server = https.createServer(tlsServerOptions({ certPem: leaf.certPem, keyPem: leaf.keyPem!, caPem: ca.certPem }), (req, res) => {
-    const socket = req.socket as tls.TLSSocket;
-    if (req.url === "/slow") {
-      const timer = setTimeout(() => res.end(), 5_000);
-      res.on("close", () => clearTimeout(timer));
-      return;
-    }
-    if (req.url === "/close") res.setHeader("connection", "close");
-    res.setHeader("content-type", "application/json");
-    res.end(
-      JSON.stringify({
-        keyFingerprint: peerKeyFingerprint(socket),
-        exporter: hex(tlsExporter(socket)),
-        // What OpenSSL gives without a context at all; equal to the empty context in TLS 1.3.
-        exporterNoContext: (socket.exportKeyingMaterial as (n: number, l: string) => Buffer)(32, "EXPORTER-Channel-Binding").toString("hex"),
-        remotePort: socket.remotePort,
-        protocol: socket.getProtocol(),
-      }),
-    );
-  });
+  const server = https.createServer(
+    tlsServerOptions({ certPem: leaf.certPem, keyPem: leaf.keyPem!, caPem: ca.certPem }),
+    (req, res) => {
+      const socket = req.socket as tls.TLSSocket;
+      if (req.url === "/slow") {
+        const timer = setTimeout(() => res.end(), 5_000);
+        res.on("close", () => clearTimeout(timer));
+        return;
+      }
+      if (req.url === "/close") res.setHeader("connection", "close");
+      res.setHeader("content-type", "application/json");
+      res.end(
+        JSON.stringify({
+          keyFingerprint: peerKeyFingerprint(socket),
+          exporter: hex(tlsExporter(socket)),
+          // What OpenSSL gives without a context at all; equal to the empty context in TLS 1.3.
+          exporterNoContext: (socket.exportKeyingMaterial as (n: number, l: string) => Buffer)(
+            32,
+            "EXPORTER-Channel-Binding",
+          ).toString("hex"),
+          remotePort: socket.remotePort,
+          protocol: socket.getProtocol(),
+        }),
+      );
+    },
+  );
   // The exchange's connection must survive the joiner's pauses (Argon2 between PAKE and KE3).
   server.keepAliveTimeout = 120_000;
   if (options.tickets !== true) disableSessionTickets(server);
   const host = options.host ?? "127.0.0.1";
   await new Promise<void>((resolve) => server.listen(0, host, resolve));
-  cleanups.push(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }));
+  cleanups.push(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
   return { server, port: (server.address() as net.AddressInfo).port };
 }
 
-async function open(port: number, extra: Partial<Parameters<typeof openPinnedConnection>[0]> = {}): Promise<PinnedConnection> {
+async function open(
+  port: number,
+  extra: Partial<Parameters<typeof openPinnedConnection>[0]> = {},
+): Promise<PinnedConnection> {
   const connection = await openPinnedConnection({ host: "127.0.0.1", port, identity, ...extra });
   cleanups.push(() => connection.close());
   return connection;
@@ -123,17 +140,23 @@ describe("openPinnedConnection", () => {
 
   it("with the pinned CA, refuses another CA's listener, a wrong SAN and a node leaf", async () => {
     const { port } = await startListener();
-    const otherCaError = await failure(openPinnedConnection({ host: "127.0.0.1", port, identity, ca: otherCa.certDer }));
+    const otherCaError = await failure(
+      openPinnedConnection({ host: "127.0.0.1", port, identity, ca: otherCa.certDer }),
+    );
     expect(otherCaError).toMatchObject({ code: "LISTENER_CERTIFICATE", check: "chain" });
 
     const ipOnly = await issueListenerCertificate(ca, { hosts: ["127.0.0.1"] });
     const ipOnlyServer = await startListener({ leaf: ipOnly });
-    const nameError = await failure(openPinnedConnection({ host: "localhost", port: ipOnlyServer.port, identity, ca: ca.certDer }));
+    const nameError = await failure(
+      openPinnedConnection({ host: "localhost", port: ipOnlyServer.port, identity, ca: ca.certDer }),
+    );
     expect(nameError).toMatchObject({ code: "LISTENER_CERTIFICATE", check: "name" });
 
     const node = await issueNodeCertificate(ca, { nodeId: "node-1", hosts: ["127.0.0.1"] });
     const nodeServer = await startListener({ leaf: node });
-    const roleError = await failure(openPinnedConnection({ host: "127.0.0.1", port: nodeServer.port, identity, ca: ca.certDer }));
+    const roleError = await failure(
+      openPinnedConnection({ host: "127.0.0.1", port: nodeServer.port, identity, ca: ca.certDer }),
+    );
     expect(roleError).toMatchObject({ code: "LISTENER_CERTIFICATE", check: "role" });
     expect(roleError.message).toContain("urn:stratum:join-listener");
   });
@@ -149,7 +172,9 @@ describe("openPinnedConnection", () => {
       [{ chain, caDer: ca.certDer, dialledHost: "10.1.1.1" }, "name"],
     ];
     for (const [input, check] of cases) {
-      expect(() => verifyListenerCertificate(input)).toThrow(expect.objectContaining({ code: "LISTENER_CERTIFICATE", check }));
+      expect(() => verifyListenerCertificate(input)).toThrow(
+        expect.objectContaining({ code: "LISTENER_CERTIFICATE", check }),
+      );
     }
   });
 
@@ -168,11 +193,16 @@ describe("openPinnedConnection", () => {
   });
 
   it("refuses a server that speaks only TLS 1.2", async () => {
-    const server = tls.createServer({ cert: listenerLeaf.certPem, key: listenerLeaf.keyPem!, maxVersion: "TLSv1.2" }, (s) => s.end());
+    const server = tls.createServer(
+      { cert: listenerLeaf.certPem, key: listenerLeaf.keyPem!, maxVersion: "TLSv1.2" },
+      (s) => s.end(),
+    );
     server.on("tlsClientError", () => {});
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     cleanups.push(() => new Promise((resolve) => server.close(resolve)));
-    const error = await failure(openPinnedConnection({ host: "127.0.0.1", port: (server.address() as net.AddressInfo).port, identity }));
+    const error = await failure(
+      openPinnedConnection({ host: "127.0.0.1", port: (server.address() as net.AddressInfo).port, identity }),
+    );
     expect(error).toMatchObject({ code: "TLS_FAILED" });
   });
 
@@ -181,20 +211,33 @@ describe("openPinnedConnection", () => {
     await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
     const closedPort = (closed.address() as net.AddressInfo).port;
     await new Promise((resolve) => closed.close(resolve));
-    expect(await failure(openPinnedConnection({ host: "127.0.0.1", port: closedPort, identity }))).toMatchObject({ code: "NETWORK" });
+    expect(await failure(openPinnedConnection({ host: "127.0.0.1", port: closedPort, identity }))).toMatchObject({
+      code: "NETWORK",
+    });
 
     // Reads (so it notices the client's close) but never answers the ClientHello.
     const silent = net.createServer((socket) => socket.resume());
     await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
-    cleanups.push(() => new Promise((resolve) => { silent.close(resolve); }));
+    cleanups.push(
+      () =>
+        new Promise((resolve) => {
+          silent.close(resolve);
+        }),
+    );
     const silentPort = (silent.address() as net.AddressInfo).port;
-    expect(await failure(openPinnedConnection({ host: "127.0.0.1", port: silentPort, identity, connectTimeoutMs: 200 }))).toMatchObject({ code: "TIMEOUT" });
+    expect(
+      await failure(openPinnedConnection({ host: "127.0.0.1", port: silentPort, identity, connectTimeoutMs: 200 })),
+    ).toMatchObject({ code: "TIMEOUT" });
 
     const reason = new DOMException("stop", "AbortError");
     const controller = new AbortController();
     setTimeout(() => controller.abort(reason), 50);
-    await expect(openPinnedConnection({ host: "127.0.0.1", port: silentPort, identity, signal: controller.signal })).rejects.toBe(reason);
-    await expect(openPinnedConnection({ host: "127.0.0.1", port: silentPort, identity, signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
+    await expect(
+      openPinnedConnection({ host: "127.0.0.1", port: silentPort, identity, signal: controller.signal }),
+    ).rejects.toBe(reason);
+    await expect(
+      openPinnedConnection({ host: "127.0.0.1", port: silentPort, identity, signal: AbortSignal.abort(reason) }),
+    ).rejects.toBe(reason);
   });
 
   it("re-throws a request's abort as is", async () => {
@@ -223,7 +266,14 @@ describe("tlsServerOptions", () => {
   /** Counts the client's 'session' events: one per NewSessionTicket received. */
   async function ticketsReceived(port: number): Promise<number> {
     let sessions = 0;
-    const client = tls.connect({ host: "127.0.0.1", port, cert: identity.certPem, key: identity.keyPem, rejectUnauthorized: false, minVersion: "TLSv1.3" });
+    const client = tls.connect({
+      host: "127.0.0.1",
+      port,
+      cert: identity.certPem,
+      key: identity.keyPem,
+      rejectUnauthorized: false,
+      minVersion: "TLSv1.3",
+    });
     client.on("session", () => sessions++);
     await new Promise<void>((resolve, reject) => {
       client.once("secureConnect", () => {
@@ -252,13 +302,20 @@ describe("tlsServerOptions", () => {
 
   it("reports no key fingerprint for a client without a certificate", async () => {
     let seen: string | undefined = "unset";
-    const server = tls.createServer(tlsServerOptions({ certPem: listenerLeaf.certPem, keyPem: listenerLeaf.keyPem! }), (socket) => {
-      seen = peerKeyFingerprint(socket);
-      socket.end();
-    });
+    const server = tls.createServer(
+      tlsServerOptions({ certPem: listenerLeaf.certPem, keyPem: listenerLeaf.keyPem! }),
+      (socket) => {
+        seen = peerKeyFingerprint(socket);
+        socket.end();
+      },
+    );
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     cleanups.push(() => new Promise((resolve) => server.close(resolve)));
-    const client = tls.connect({ host: "127.0.0.1", port: (server.address() as net.AddressInfo).port, rejectUnauthorized: false });
+    const client = tls.connect({
+      host: "127.0.0.1",
+      port: (server.address() as net.AddressInfo).port,
+      rejectUnauthorized: false,
+    });
     client.on("data", () => {});
     await new Promise((resolve) => client.on("close", resolve));
     expect(seen).toBeUndefined();

@@ -29,7 +29,9 @@ function rejection(fn: () => void): JoinProtocolError {
 }
 
 function sanOf(der: Uint8Array) {
-  return new x509.X509Certificate(new Uint8Array(der)).getExtension(x509.SubjectAlternativeNameExtension)!.names.items.map((n) => [n.type, n.value]);
+  return new x509.X509Certificate(new Uint8Array(der))
+    .getExtension(x509.SubjectAlternativeNameExtension)!
+    .names.items.map((n) => [n.type, n.value]);
 }
 
 describe("pki", () => {
@@ -73,7 +75,9 @@ describe("pki", () => {
     expect(cert.checkPrivateKey((await import("node:crypto")).createPrivateKey(leaf.keyPem!))).toBe(true);
     expect(leaf.keyFingerprint).toBe(spkiFingerprint(leaf.certPem));
     await expect(issueListenerCertificate(ca, { hosts: [] })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
-    await expect(issueListenerCertificate(ca, { hosts: ["bad host"] })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    await expect(issueListenerCertificate(ca, { hosts: ["bad host"] })).rejects.toMatchObject({
+      code: "INVALID_ARGUMENT",
+    });
   });
 
   it("issues node leaves that never carry the listener role, also for a given public key", async () => {
@@ -93,7 +97,9 @@ describe("pki", () => {
     expect(own.keyFingerprint).toBe(machine.keyFingerprint);
     expect(new X509Certificate(own.certDer).verify(new X509Certificate(ca.certDer).publicKey)).toBe(true);
 
-    await expect(issueNodeCertificate(ca, { nodeId: "a:b" })).rejects.toSatisfy((e: unknown) => StratumError.is(e) && e.code === "INVALID_ARGUMENT");
+    await expect(issueNodeCertificate(ca, { nodeId: "a:b" })).rejects.toSatisfy(
+      (e: unknown) => StratumError.is(e) && e.code === "INVALID_ARGUMENT",
+    );
   });
 
   it("computes the key fingerprint over the SPKI DER as encoded in the certificate", async () => {
@@ -121,17 +127,27 @@ describe("pki", () => {
       const ca = await createClusterCa();
       const leaf = await issueListenerCertificate(ca, { hosts: ["127.0.0.1", "::1", "Join.Example"] });
       for (const dialledHost of ["127.0.0.1", "::1", "[0:0:0:0:0:0:0:1]", "join.example", "JOIN.EXAMPLE."]) {
-        expect(() => verifyListenerCertificate({ chain: [leaf.certDer], caDer: ca.certDer, dialledHost })).not.toThrow();
+        expect(() =>
+          verifyListenerCertificate({ chain: [leaf.certDer], caDer: ca.certDer, dialledHost }),
+        ).not.toThrow();
       }
       // The root sent along by the server is ignored, not mistaken for an intermediate.
-      expect(() => verifyListenerCertificate({ chain: [leaf.certDer, ca.certDer], caDer: ca.certDer, dialledHost: "::1" })).not.toThrow();
+      expect(() =>
+        verifyListenerCertificate({ chain: [leaf.certDer, ca.certDer], caDer: ca.certDer, dialledHost: "::1" }),
+      ).not.toThrow();
     });
 
     it("rejects a leaf of another CA", async () => {
       const ca = await createClusterCa();
       const other = await createClusterCa({ commonName: "Stratum cluster CA" });
       const leaf = await issueListenerCertificate(other, { hosts: ["127.0.0.1"] });
-      const error = rejection(() => verifyListenerCertificate({ chain: [leaf.certDer, other.certDer], caDer: ca.certDer, dialledHost: "127.0.0.1" }));
+      const error = rejection(() =>
+        verifyListenerCertificate({
+          chain: [leaf.certDer, other.certDer],
+          caDer: ca.certDer,
+          dialledHost: "127.0.0.1",
+        }),
+      );
       expect(error.check).toBe("chain");
       expect(error.message).toContain("not signed by the pinned cluster CA");
     });
@@ -139,10 +155,24 @@ describe("pki", () => {
     it("rejects an expired or not yet valid leaf", async () => {
       const ca = await createClusterCa();
       const leaf = await issueListenerCertificate(ca, { hosts: ["127.0.0.1"], validDays: 1 });
-      const later = rejection(() => verifyListenerCertificate({ chain: [leaf.certDer], caDer: ca.certDer, dialledHost: "127.0.0.1", now: new Date(Date.now() + 2 * DAY) }));
+      const later = rejection(() =>
+        verifyListenerCertificate({
+          chain: [leaf.certDer],
+          caDer: ca.certDer,
+          dialledHost: "127.0.0.1",
+          now: new Date(Date.now() + 2 * DAY),
+        }),
+      );
       expect(later.check).toBe("validity");
       expect(later.message).toContain("the leaf is not valid now");
-      const earlier = rejection(() => verifyListenerCertificate({ chain: [leaf.certDer], caDer: ca.certDer, dialledHost: "127.0.0.1", now: new Date(Date.now() - DAY) }));
+      const earlier = rejection(() =>
+        verifyListenerCertificate({
+          chain: [leaf.certDer],
+          caDer: ca.certDer,
+          dialledHost: "127.0.0.1",
+          now: new Date(Date.now() - DAY),
+        }),
+      );
       expect(earlier.check).toBe("validity");
     });
 
@@ -150,34 +180,56 @@ describe("pki", () => {
       const ca = await createClusterCa();
       const leaf = await issueListenerCertificate(ca, { hosts: ["10.0.0.5", "join.example"] });
       for (const dialledHost of ["10.0.0.6", "::ffff:10.0.0.6", "other.example", "join.example.evil", "::1"]) {
-        const error = rejection(() => verifyListenerCertificate({ chain: [leaf.certDer], caDer: ca.certDer, dialledHost }));
+        const error = rejection(() =>
+          verifyListenerCertificate({ chain: [leaf.certDer], caDer: ca.certDer, dialledHost }),
+        );
         expect(error.check).toBe("name");
         expect(error.message).toContain("do not name the dialled");
       }
       // An IP SAN never satisfies a dialled name that spells the same address as text, and vice versa.
       const named = await issueListenerCertificate(ca, { hosts: ["localhost"] });
-      expect(rejection(() => verifyListenerCertificate({ chain: [named.certDer], caDer: ca.certDer, dialledHost: "127.0.0.1" })).check).toBe("name");
+      expect(
+        rejection(() =>
+          verifyListenerCertificate({ chain: [named.certDer], caDer: ca.certDer, dialledHost: "127.0.0.1" }),
+        ).check,
+      ).toBe("name");
     });
 
     it("rejects a node transport leaf: it lacks the listener role", async () => {
       const ca = await createClusterCa();
       const node = await issueNodeCertificate(ca, { nodeId: "node-1", hosts: ["127.0.0.1"] });
-      const error = rejection(() => verifyListenerCertificate({ chain: [node.certDer], caDer: ca.certDer, dialledHost: "127.0.0.1" }));
+      const error = rejection(() =>
+        verifyListenerCertificate({ chain: [node.certDer], caDer: ca.certDer, dialledHost: "127.0.0.1" }),
+      );
       expect(error.check).toBe("role");
       expect(error.message).toContain(LISTENER_ROLE_URI);
     });
 
     it("rejects an empty chain", async () => {
       const ca = await createClusterCa();
-      expect(rejection(() => verifyListenerCertificate({ chain: [], caDer: ca.certDer, dialledHost: "127.0.0.1" })).check).toBe("missing");
-      expect(rejection(() => verifyListenerCertificate({ chain: [ca.certDer], caDer: ca.certDer, dialledHost: "127.0.0.1" })).check).toBe("missing");
+      expect(
+        rejection(() => verifyListenerCertificate({ chain: [], caDer: ca.certDer, dialledHost: "127.0.0.1" })).check,
+      ).toBe("missing");
+      expect(
+        rejection(() => verifyListenerCertificate({ chain: [ca.certDer], caDer: ca.certDer, dialledHost: "127.0.0.1" }))
+          .check,
+      ).toBe("missing");
     });
 
     it("accepts one intermediate the CA signed, and only that", async () => {
       const ca = await createClusterCa();
       // An intermediate CA made by hand: the SDK itself never issues one.
-      const keys = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, ["sign", "verify"])) as CryptoKeyPair;
-      const caKey = await crypto.subtle.importKey("pkcs8", x509.PemConverter.decodeFirst(ca.keyPem), { name: "ECDSA", namedCurve: "P-256" }, false, ["sign"]);
+      const keys = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, [
+        "sign",
+        "verify",
+      ])) as CryptoKeyPair;
+      const caKey = await crypto.subtle.importKey(
+        "pkcs8",
+        x509.PemConverter.decodeFirst(ca.keyPem),
+        { name: "ECDSA", namedCurve: "P-256" },
+        false,
+        ["sign"],
+      );
       const makeIntermediate = (signingKey: CryptoKey) =>
         x509.X509CertificateGenerator.create({
           subject: "CN=intermediate",
@@ -187,7 +239,10 @@ describe("pki", () => {
           signingAlgorithm: { name: "ECDSA", hash: "SHA-256" },
           notBefore: new Date(Date.now() - 60_000),
           notAfter: new Date(Date.now() + DAY),
-          extensions: [new x509.BasicConstraintsExtension(true, 0, true), new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign, true)],
+          extensions: [
+            new x509.BasicConstraintsExtension(true, 0, true),
+            new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign, true),
+          ],
         });
       const intermediate = await makeIntermediate(caKey);
       const intermediateCa = {
@@ -196,12 +251,28 @@ describe("pki", () => {
       };
       const leaf = await issueListenerCertificate(intermediateCa, { hosts: ["127.0.0.1"] });
       const intermediateDer = new Uint8Array(intermediate.rawData);
-      expect(() => verifyListenerCertificate({ chain: [leaf.certDer, intermediateDer, ca.certDer], caDer: ca.certDer, dialledHost: "127.0.0.1" })).not.toThrow();
+      expect(() =>
+        verifyListenerCertificate({
+          chain: [leaf.certDer, intermediateDer, ca.certDer],
+          caDer: ca.certDer,
+          dialledHost: "127.0.0.1",
+        }),
+      ).not.toThrow();
       // Without the intermediate, or with one the CA did not sign, the chain breaks.
-      expect(rejection(() => verifyListenerCertificate({ chain: [leaf.certDer], caDer: ca.certDer, dialledHost: "127.0.0.1" })).check).toBe("chain");
+      expect(
+        rejection(() =>
+          verifyListenerCertificate({ chain: [leaf.certDer], caDer: ca.certDer, dialledHost: "127.0.0.1" }),
+        ).check,
+      ).toBe("chain");
       const forged = await makeIntermediate(keys.privateKey);
       expect(
-        rejection(() => verifyListenerCertificate({ chain: [leaf.certDer, new Uint8Array(forged.rawData)], caDer: ca.certDer, dialledHost: "127.0.0.1" })).check,
+        rejection(() =>
+          verifyListenerCertificate({
+            chain: [leaf.certDer, new Uint8Array(forged.rawData)],
+            caDer: ca.certDer,
+            dialledHost: "127.0.0.1",
+          }),
+        ).check,
       ).toBe("chain");
     });
   });

@@ -46,9 +46,13 @@ describe("self-upgrade from a release the founder serves", () => {
     expect(first.registration.upgrade).toMatchObject({ from: "0.5.0", to: "0.6.0", served: true });
 
     // Without the session and identity, a served release cannot be fetched.
-    await expect(downloadRelease({ upgrade: first.registration.upgrade!, destDir: await tempDir(), trustedKeys: [fixture.keys[0]!.publicKeyPem] })).rejects.toBeInstanceOf(
-      ReleaseArgumentError,
-    );
+    await expect(
+      downloadRelease({
+        upgrade: first.registration.upgrade!,
+        destDir: await tempDir(),
+        trustedKeys: [fixture.keys[0]!.publicKeyPem],
+      }),
+    ).rejects.toBeInstanceOf(ReleaseArgumentError);
 
     const dest = await tempDir("stratum-dest-");
     try {
@@ -69,7 +73,13 @@ describe("self-upgrade from a release the founder serves", () => {
       // A key that is not the registration's cannot fetch it.
       const stranger = await createMachineIdentity();
       await expect(
-        downloadRelease({ upgrade: first.registration.upgrade!, session: { ...first.session, keyFingerprint: stranger.keyFingerprint }, identity: stranger, destDir: await tempDir(), trustedKeys: [fixture.keys[0]!.publicKeyPem] }),
+        downloadRelease({
+          upgrade: first.registration.upgrade!,
+          session: { ...first.session, keyFingerprint: stranger.keyFingerprint },
+          identity: stranger,
+          destDir: await tempDir(),
+          trustedKeys: [fixture.keys[0]!.publicKeyPem],
+        }),
       ).rejects.toBeInstanceOf(ReleaseDownloadError);
 
       // A listener that does not chain to the session's CA is never asked for a byte.
@@ -77,7 +87,11 @@ describe("self-upgrade from a release the founder serves", () => {
       const elsewhere = await tempDir();
       const pinned = await downloadRelease({
         upgrade: first.registration.upgrade!,
-        session: { ...first.session, caPem: foreign.certPem, caFingerprint: caFingerprint(new Uint8Array(new X509Certificate(foreign.certPem).raw)) },
+        session: {
+          ...first.session,
+          caPem: foreign.certPem,
+          caFingerprint: caFingerprint(new Uint8Array(new X509Certificate(foreign.certPem).raw)),
+        },
         identity,
         destDir: elsewhere,
         trustedKeys: [fixture.keys[0]!.publicKeyPem],
@@ -114,7 +128,13 @@ describe("self-upgrade from a release the founder serves", () => {
     const { registration, session } = await registerMachine({ url, identity, release: "0.5.0", selfUpgrade: true });
     const dest = await tempDir("stratum-dest-");
     try {
-      const error = await downloadRelease({ upgrade: registration.upgrade!, session, identity, destDir: dest, trustedKeys: [generateReleaseKeyPair().publicKeyPem] }).catch((e: unknown) => e);
+      const error = await downloadRelease({
+        upgrade: registration.upgrade!,
+        session,
+        identity,
+        destDir: dest,
+        trustedKeys: [generateReleaseKeyPair().publicKeyPem],
+      }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(ReleaseVerificationError);
       expect((error as ReleaseVerificationError).rule).toBe("signature-threshold");
       expect(existsSync(join(dest, "os", "blobs", "rootfs.img"))).toBe(false);
@@ -124,7 +144,9 @@ describe("self-upgrade from a release the founder serves", () => {
   });
 
   it("a joiner that cannot upgrade itself is refused with RELEASE_MISMATCH", async () => {
-    const error = await registerMachine({ url, identity: await createMachineIdentity(), release: "0.5.0" }).catch((e: unknown) => e);
+    const error = await registerMachine({ url, identity: await createMachineIdentity(), release: "0.5.0" }).catch(
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(StratumApiError);
     expect((error as StratumApiError).code).toBe("RELEASE_MISMATCH");
     expect((error as StratumApiError).details).toMatchObject({ clusterRelease: "0.6.0", reason: "no-self-upgrade" });
@@ -160,7 +182,12 @@ describe("self-upgrade from a release mirror", () => {
 
     const dest = await tempDir("stratum-dest-");
     try {
-      const release = await downloadRelease({ upgrade, destDir: dest, trustedKeys: [fixture.keys[0]!.publicKeyPem], mirror: { ca: mirror.caPem } });
+      const release = await downloadRelease({
+        upgrade,
+        destDir: dest,
+        trustedKeys: [fixture.keys[0]!.publicKeyPem],
+        mirror: { ca: mirror.caPem },
+      });
       for (const [path, content] of fixture.contents) expect(readFileSync(join(dest, path)).equals(content)).toBe(true);
       expect(mirror.log.some((r) => r.path.endsWith("payload/manifest.json"))).toBe(true);
       const second = await registerMachine({ url, identity, release: release.release });

@@ -57,7 +57,11 @@ describe("tokens and permissions", () => {
     }
     // The actor of a change is the token's name.
     const minter = t.server.createToken(["ha:MintJoinToken"], "ci-script");
-    const minted = await admin(t.server, "POST", "/v1/admin/cluster/join-codes", { token: minter, body: {}, operationId: "mintJoinCode" });
+    const minted = await admin(t.server, "POST", "/v1/admin/cluster/join-codes", {
+      token: minter,
+      body: {},
+      operationId: "mintJoinCode",
+    });
     expect(minted.body.joinCode.createdBy).toBe("ci-script");
   });
 });
@@ -67,7 +71,14 @@ describe("join codes", () => {
     const minted = await mint(t.server);
     const { joinCode } = minted;
     expect(Date.parse(joinCode.expiresAt) - Date.parse(joinCode.createdAt)).toBe(4 * 3600_000);
-    expect(joinCode).toMatchObject({ attempts: 0, registrations: 0, state: "live", caFingerprint: t.server.caFingerprint, createdBy: "bootstrap-admin", endpoint: t.server.joinEndpoint });
+    expect(joinCode).toMatchObject({
+      attempts: 0,
+      registrations: 0,
+      state: "live",
+      caFingerprint: t.server.caFingerprint,
+      createdBy: "bootstrap-admin",
+      endpoint: t.server.joinEndpoint,
+    });
     expect(joinCode.selector).toBe(parseJoinCode(minted.code).selector);
     expect(joinCode.id).toMatch(/^jc-[0-9a-z]{8}$/);
     expect(joinCode.id.slice(3)).not.toBe(parseJoinCode(minted.code).code.slice(0, 8).toLowerCase());
@@ -93,7 +104,10 @@ describe("join codes", () => {
       [{ endpoint: "host:99999" }, "endpoint"],
       [{ endpoint: "http://x/" }, "endpoint"],
     ] as const) {
-      const answer = await admin(t.server, "POST", "/v1/admin/cluster/join-codes", { body, operationId: "mintJoinCode" });
+      const answer = await admin(t.server, "POST", "/v1/admin/cluster/join-codes", {
+        body,
+        operationId: "mintJoinCode",
+      });
       expect(answer.status, JSON.stringify(body)).toBe(400);
       expect(answer.body.errors.map((e: any) => e.field)).toEqual([field]);
     }
@@ -108,18 +122,35 @@ describe("join codes", () => {
     t.server.store.tx(() => {
       for (const selector of all) {
         if (live.has(selector) || free.includes(selector)) continue;
-        t.server.store.insertCode({ id: `jc-fill${selector.toLowerCase()}`, selector, record: "x", caFingerprint: t.server.caFingerprint, endpoint: "x:1", attempts: 0, createdBy: "test", createdAt: now, expiresAt: now + 600_000, revokedBy: null, revokedAt: null });
+        t.server.store.insertCode({
+          id: `jc-fill${selector.toLowerCase()}`,
+          selector,
+          record: "x",
+          caFingerprint: t.server.caFingerprint,
+          endpoint: "x:1",
+          attempts: 0,
+          createdBy: "test",
+          createdAt: now,
+          expiresAt: now + 600_000,
+          revokedBy: null,
+          revokedAt: null,
+        });
       }
     });
     const minted = [await mint(t.server), await mint(t.server), await mint(t.server)];
     expect(minted.map((m) => m.joinCode.selector).sort()).toEqual([...free].sort());
-    const full = await admin(t.server, "POST", "/v1/admin/cluster/join-codes", { body: {}, operationId: "mintJoinCode" });
+    const full = await admin(t.server, "POST", "/v1/admin/cluster/join-codes", {
+      body: {},
+      operationId: "mintJoinCode",
+    });
     expect(full.status).toBe(409);
     t.server.store.tx(() => t.server.store.db.prepare("DELETE FROM join_codes WHERE id LIKE 'jc-fill%'").run());
   });
 
   it("answers 404 for an unknown code", async () => {
-    const answer = await admin(t.server, "DELETE", "/v1/admin/cluster/join-codes/jc-unknown0", { operationId: "revokeJoinCode" });
+    const answer = await admin(t.server, "DELETE", "/v1/admin/cluster/join-codes/jc-unknown0", {
+      operationId: "revokeJoinCode",
+    });
     expect(answer.status).toBe(404);
     expect(answer.body.code).toBe("NOT_FOUND");
   });
@@ -127,19 +158,37 @@ describe("join codes", () => {
 
 describe("bodies the admin API refuses", () => {
   it("answers not JSON, too large and wrong shapes with 400 and field errors, never 500", async () => {
-    const notJson = await admin(t.server, "POST", "/v1/admin/cluster/join-codes", { raw: "{ttl", operationId: "mintJoinCode" });
+    const notJson = await admin(t.server, "POST", "/v1/admin/cluster/join-codes", {
+      raw: "{ttl",
+      operationId: "mintJoinCode",
+    });
     expect(notJson.status).toBe(400);
-    expect(notJson.body).toMatchObject({ code: "INVALID_INPUT", errors: [{ field: "", message: "the body is not valid JSON" }] });
-    const large = await admin(t.server, "POST", "/v1/admin/cluster/join-codes", { raw: JSON.stringify({ endpoint: "x".repeat(2 * 1024 * 1024) }), operationId: "mintJoinCode" });
+    expect(notJson.body).toMatchObject({
+      code: "INVALID_INPUT",
+      errors: [{ field: "", message: "the body is not valid JSON" }],
+    });
+    const large = await admin(t.server, "POST", "/v1/admin/cluster/join-codes", {
+      raw: JSON.stringify({ endpoint: "x".repeat(2 * 1024 * 1024) }),
+      operationId: "mintJoinCode",
+    });
     expect(large.status).toBe(400);
     expect(large.body.errors[0].message).toContain("larger than");
-    const array = await admin(t.server, "POST", "/v1/admin/cluster/joins/nj-x/approve", { raw: "[1,2]", operationId: "approveNodeJoin" });
+    const array = await admin(t.server, "POST", "/v1/admin/cluster/joins/nj-x/approve", {
+      raw: "[1,2]",
+      operationId: "approveNodeJoin",
+    });
     expect(array.status).toBe(400);
-    const upgrade = await admin(t.server, "PUT", "/v1/admin/cluster/upgrade", { body: { inProgress: "yes" }, operationId: "setClusterUpgrade" });
+    const upgrade = await admin(t.server, "PUT", "/v1/admin/cluster/upgrade", {
+      body: { inProgress: "yes" },
+      operationId: "setClusterUpgrade",
+    });
     expect(upgrade.body.errors).toEqual([{ field: "inProgress", message: expect.any(String) }]);
     const missing = await admin(t.server, "PUT", "/v1/admin/cluster/upgrade", { operationId: "setClusterUpgrade" });
     expect(missing.status).toBe(400);
-    const reason = await admin(t.server, "POST", "/v1/admin/cluster/joins/nj-x/reject", { body: { reason: "" }, operationId: "rejectNodeJoin" });
+    const reason = await admin(t.server, "POST", "/v1/admin/cluster/joins/nj-x/reject", {
+      body: { reason: "" },
+      operationId: "rejectNodeJoin",
+    });
     expect(reason.body.errors[0].field).toBe("reason");
     expect(t.logs.some((l) => / 500 \d+ms$/.test(l))).toBe(false);
   });
@@ -158,21 +207,34 @@ describe("CORS", () => {
   it("answers a console on another local port, and the origins configured", async () => {
     const preflight = await fetch(`${t.server.adminUrl}/v1/admin/cluster/joins`, {
       method: "OPTIONS",
-      headers: { origin: "http://localhost:5173", "access-control-request-method": "GET", "access-control-request-headers": "authorization" },
+      headers: {
+        origin: "http://localhost:5173",
+        "access-control-request-method": "GET",
+        "access-control-request-headers": "authorization",
+      },
     });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get("access-control-allow-origin")).toBe("http://localhost:5173");
     expect(preflight.headers.get("access-control-allow-headers")).toContain("Authorization");
     expect(preflight.headers.get("access-control-allow-methods")).toContain("DELETE");
-    const get = await admin(t.server, "GET", "/v1/admin/cluster/joins", { headers: { origin: "http://127.0.0.1:3000" } });
+    const get = await admin(t.server, "GET", "/v1/admin/cluster/joins", {
+      headers: { origin: "http://127.0.0.1:3000" },
+    });
     expect(get.headers.get("access-control-allow-origin")).toBe("http://127.0.0.1:3000");
     expect(get.headers.get("access-control-expose-headers")).toContain("Retry-After");
-    const configured = await admin(t.server, "GET", "/v1/admin/cluster/joins", { headers: { origin: "https://console.example" } });
+    const configured = await admin(t.server, "GET", "/v1/admin/cluster/joins", {
+      headers: { origin: "https://console.example" },
+    });
     expect(configured.headers.get("access-control-allow-origin")).toBe("https://console.example");
-    const foreign = await admin(t.server, "GET", "/v1/admin/cluster/joins", { headers: { origin: "https://evil.example" } });
+    const foreign = await admin(t.server, "GET", "/v1/admin/cluster/joins", {
+      headers: { origin: "https://evil.example" },
+    });
     expect(foreign.headers.get("access-control-allow-origin")).toBeNull();
     // A refusal carries CORS too, so the console can read the problem.
-    const refused = await admin(t.server, "GET", "/v1/admin/cluster/joins", { token: null, headers: { origin: "http://localhost:5173" } });
+    const refused = await admin(t.server, "GET", "/v1/admin/cluster/joins", {
+      token: null,
+      headers: { origin: "http://localhost:5173" },
+    });
     expect(refused.headers.get("access-control-allow-origin")).toBe("http://localhost:5173");
   });
 });
@@ -181,15 +243,28 @@ describe("the cluster", () => {
   it("lists the founder as the first member, at generation 1", async () => {
     const members = await admin(t.server, "GET", "/v1/admin/cluster/members", { operationId: "listClusterMembers" });
     expect(members.body.membershipGeneration).toBeGreaterThanOrEqual(1);
-    expect(members.body.items[0]).toMatchObject({ name: "node-1", role: "hybrid", state: "active", mgmtIp: "192.0.2.11" });
+    expect(members.body.items[0]).toMatchObject({
+      name: "node-1",
+      role: "hybrid",
+      state: "active",
+      mgmtIp: "192.0.2.11",
+    });
   });
 
   it("marks an upgrade in progress and over, audited", async () => {
-    const on = await admin(t.server, "PUT", "/v1/admin/cluster/upgrade", { body: { inProgress: true }, operationId: "setClusterUpgrade" });
+    const on = await admin(t.server, "PUT", "/v1/admin/cluster/upgrade", {
+      body: { inProgress: true },
+      operationId: "setClusterUpgrade",
+    });
     expect(on.body).toEqual({ inProgress: true, retryAfterSeconds: 30 });
-    const off = await admin(t.server, "PUT", "/v1/admin/cluster/upgrade", { body: { inProgress: false }, operationId: "setClusterUpgrade" });
+    const off = await admin(t.server, "PUT", "/v1/admin/cluster/upgrade", {
+      body: { inProgress: false },
+      operationId: "setClusterUpgrade",
+    });
     expect(off.body.inProgress).toBe(false);
-    expect(t.server.store.auditEntries().filter((e) => e.action === "cluster.upgrade.changed").length).toBeGreaterThanOrEqual(2);
+    expect(
+      t.server.store.auditEntries().filter((e) => e.action === "cluster.upgrade.changed").length,
+    ).toBeGreaterThanOrEqual(2);
   });
 });
 
@@ -213,7 +288,9 @@ describe("the spec check", () => {
   it("can fail: a wrong shape or an undeclared status is caught", () => {
     expect(() => expectSpec("listJoinCodes", 200, "application/json", { items: [{ id: 1 }] })).toThrow();
     expect(() => expectSpec("listJoinCodes", 418, "application/json", {})).toThrow();
-    expect(() => expectSpec("mintJoinCode", 201, "application/json", { joinCode: {}, endpoint: "x", code: "bad", url: "u" })).toThrow();
+    expect(() =>
+      expectSpec("mintJoinCode", 201, "application/json", { joinCode: {}, endpoint: "x", code: "bad", url: "u" }),
+    ).toThrow();
   });
 });
 
@@ -226,7 +303,10 @@ describe("the admin API off loopback", () => {
     try {
       expect(s.server.adminUrl).toMatch(/^https:\/\//);
       const agent = new Agent({ connect: { ca: s.server.caPem } });
-      const answer = await undiciFetch(`${s.server.adminUrl}/v1/admin/cluster/members`, { headers: { authorization: `Bearer ${s.server.adminToken}` }, dispatcher: agent });
+      const answer = await undiciFetch(`${s.server.adminUrl}/v1/admin/cluster/members`, {
+        headers: { authorization: `Bearer ${s.server.adminToken}` },
+        dispatcher: agent,
+      });
       expect(answer.status).toBe(200);
       await agent.close();
       // Plain HTTP is not served there.

@@ -18,7 +18,11 @@ afterAll(async () => {
 
 const insertJoin = (overrides: Partial<JoinRow> = {}): string => insertJoinRow(t.server, overrides);
 
-const approve = (id: string, body?: unknown) => admin(t.server, "POST", `/v1/admin/cluster/joins/${id}/approve`, { ...(body !== undefined ? { body } : {}), operationId: "approveNodeJoin" });
+const approve = (id: string, body?: unknown) =>
+  admin(t.server, "POST", `/v1/admin/cluster/joins/${id}/approve`, {
+    ...(body !== undefined ? { body } : {}),
+    operationId: "approveNodeJoin",
+  });
 const fields = (answer: { body: any }): string[] => (answer.body.errors ?? []).map((e: any) => e.field);
 const founder = () => t.server.store.listMembers()[0]!;
 /** Puts approved joins back to rejected, so the control-plane count does not leak between tests. */
@@ -56,18 +60,34 @@ describe("approval defaults", () => {
     const link = { name: "data", interface: "enp2s0f0", purposes: ["storage", "overlay"] };
     const first = await approve(a, { assignment: { links: [link] } });
     const second = await approve(b, { assignment: { links: [link] } });
-    expect(first.body.assignment.links[0]).toMatchObject({ addresses: ["10.90.0.1/24", "10.91.0.1/24"], addressesAllocated: true, mtu: 9000, kind: "ethernet" });
-    expect(second.body.assignment.links[0]).toMatchObject({ addresses: ["10.90.0.2/24", "10.91.0.2/24"], addressesAllocated: true });
+    expect(first.body.assignment.links[0]).toMatchObject({
+      addresses: ["10.90.0.1/24", "10.91.0.1/24"],
+      addressesAllocated: true,
+      mtu: 9000,
+      kind: "ethernet",
+    });
+    expect(second.body.assignment.links[0]).toMatchObject({
+      addresses: ["10.90.0.2/24", "10.91.0.2/24"],
+      addressesAllocated: true,
+    });
     // A named address must be free and in the network.
     const c = insertJoin();
-    const taken = await approve(c, { assignment: { links: [{ ...link, addresses: ["10.90.0.1/24", "10.91.0.50/24"] }] } });
+    const taken = await approve(c, {
+      assignment: { links: [{ ...link, addresses: ["10.90.0.1/24", "10.91.0.50/24"] }] },
+    });
     expect(taken.status).toBe(409);
     expect(taken.body).toMatchObject({ code: "JOIN_APPROVAL_REFUSED", errors: [{ field: "links[0].addresses[0]" }] });
-    const outside = await approve(c, { assignment: { links: [{ ...link, addresses: ["10.99.0.5/24", "10.91.0.50/24"] }] } });
+    const outside = await approve(c, {
+      assignment: { links: [{ ...link, addresses: ["10.99.0.5/24", "10.91.0.50/24"] }] },
+    });
     expect(fields(outside)).toEqual(["links[0].addresses[0]", "links[0].addresses"]);
-    const founderHeld = await approve(c, { assignment: { links: [{ ...link, addresses: ["10.90.0.11/24", "10.91.0.50/24"] }] } });
+    const founderHeld = await approve(c, {
+      assignment: { links: [{ ...link, addresses: ["10.90.0.11/24", "10.91.0.50/24"] }] },
+    });
     expect(fields(founderHeld)).toEqual(["links[0].addresses[0]"]);
-    const named = await approve(c, { assignment: { links: [{ ...link, addresses: ["10.90.0.50/24", "10.91.0.50/24"], mtu: 1500 }] } });
+    const named = await approve(c, {
+      assignment: { links: [{ ...link, addresses: ["10.90.0.50/24", "10.91.0.50/24"], mtu: 1500 }] },
+    });
     expect(named.status).toBe(200);
     expect(named.body.assignment.links[0].addressesAllocated).toBeUndefined();
     expect(named.body.assignment.links[0].mtu).toBe(1500);
@@ -129,7 +149,15 @@ describe("approval refusals, at their fields", () => {
       },
     });
     expect(refused.status).toBe(409);
-    expect(fields(refused)).toEqual(["disks[0].key", "disks[1].key", "disks[2].confirm", "disks[3].pool", "disks[4].key", "disks[4].confirm", "disks[5].key"]);
+    expect(fields(refused)).toEqual([
+      "disks[0].key",
+      "disks[1].key",
+      "disks[2].confirm",
+      "disks[3].pool",
+      "disks[4].key",
+      "disks[4].confirm",
+      "disks[5].key",
+    ]);
     expect(refused.body.errors[0].message).toContain("WWN");
     expect(refused.body.errors[1].message).toContain("system disk");
     const ok = await approve(id, {
@@ -143,7 +171,13 @@ describe("approval refusals, at their fields", () => {
     expect(ok.status).toBe(200);
     expect(ok.body.assignment.disks).toEqual([
       { key: "/dev/disk/by-id/nvme-Samsung_SSD_980_PRO_2TB_S6B0NL0W123456", role: "ceph-osd" },
-      { key: "naa.5000c500a1b2c3d4", role: "compute", confirm: "naa.5000c500a1b2c3d4", pool: "local", storageClass: "local" },
+      {
+        key: "naa.5000c500a1b2c3d4",
+        role: "compute",
+        confirm: "naa.5000c500a1b2c3d4",
+        pool: "local",
+        storageClass: "local",
+      },
     ]);
     expect(ok.body.assignment.diskNames).toBeUndefined();
     settle(id);
@@ -178,7 +212,13 @@ describe("approval refusals, at their fields", () => {
     const bonded = await approve(id, {
       assignment: {
         links: [
-          { name: "bond0", kind: "bond", interface: "bond0", bond: { mode: "802.3ad" }, purposes: ["storage", "overlay"] },
+          {
+            name: "bond0",
+            kind: "bond",
+            interface: "bond0",
+            bond: { mode: "802.3ad" },
+            purposes: ["storage", "overlay"],
+          },
           { name: "m1", interface: "enp2s0f0", controller: "bond0" },
           { name: "v", kind: "vlan", interface: "vlan100", parent: "bond0", vlanId: 100, purposes: ["provider"] },
         ],
@@ -197,7 +237,9 @@ describe("approval refusals, at their fields", () => {
     expect(fields(refused)).toEqual(["provider.topology", "provider.vlan"]);
     const missing = await approve(id, { assignment: { provider: { upstreamInterface: "eth7" } } });
     expect(fields(missing)).toEqual(["provider.upstreamInterface"]);
-    const clash = await approve(id, { assignment: { links: [{ name: "data", interface: "enp87s0", purposes: ["storage"] }] } });
+    const clash = await approve(id, {
+      assignment: { links: [{ name: "data", interface: "enp87s0", purposes: ["storage"] }] },
+    });
     expect(fields(clash)).toEqual(["provider.upstreamInterface"]);
     expect(clash.body.errors[0].message).toContain("bridged");
   });
@@ -206,8 +248,12 @@ describe("approval refusals, at their fields", () => {
     const id = insertJoin();
     expect(fields(await approve(id, { assignment: { mgmt: { address: "192.0.2.99" } } }))).toEqual(["mgmt.address"]);
     expect(fields(await approve(id, { assignment: { mgmt: { address: "192.0.2.99/24" } } }))).toEqual(["mgmt.gateway"]);
-    expect(fields(await approve(id, { assignment: { mgmt: { address: "192.0.2.11/24", gateway: "192.0.2.1" } } }))).toEqual(["mgmt.address"]);
-    const ok = await approve(id, { assignment: { mgmt: { address: "192.0.2.99/24", gateway: "192.0.2.1", dns: ["192.0.2.53"] } } });
+    expect(
+      fields(await approve(id, { assignment: { mgmt: { address: "192.0.2.11/24", gateway: "192.0.2.1" } } })),
+    ).toEqual(["mgmt.address"]);
+    const ok = await approve(id, {
+      assignment: { mgmt: { address: "192.0.2.99/24", gateway: "192.0.2.1", dns: ["192.0.2.53"] } },
+    });
     expect(ok.status).toBe(200);
     settle(id);
   });
@@ -215,23 +261,36 @@ describe("approval refusals, at their fields", () => {
   it("rejects an approved join that has not started delivering, and not a running one", async () => {
     const id = insertJoin();
     expect((await approve(id)).body.state).toBe("approved");
-    const rejected = await admin(t.server, "POST", `/v1/admin/cluster/joins/${id}/reject`, { body: { reason: "wrong rack" }, operationId: "rejectNodeJoin" });
+    const rejected = await admin(t.server, "POST", `/v1/admin/cluster/joins/${id}/reject`, {
+      body: { reason: "wrong rack" },
+      operationId: "rejectNodeJoin",
+    });
     expect(rejected.body).toMatchObject({ state: "rejected", reason: "wrong rack" });
     const running = insertJoin({ state: "installing" });
-    const refused = await admin(t.server, "POST", `/v1/admin/cluster/joins/${running}/reject`, { body: { reason: "late" }, operationId: "rejectNodeJoin" });
+    const refused = await admin(t.server, "POST", `/v1/admin/cluster/joins/${running}/reject`, {
+      body: { reason: "late" },
+      operationId: "rejectNodeJoin",
+    });
     expect(refused.status).toBe(409);
     expect(refused.body.code).toBe("JOIN_STATE_CONFLICT");
     settle(running);
   });
 
   it("refuses approving a join that is not pending or failed", async () => {
-    const upgrading = insertJoin({ state: "needs-upgrade", release: "0.5.0", upgrade: { from: "0.5.0", to: "0.6.0", served: true } });
+    const upgrading = insertJoin({
+      state: "needs-upgrade",
+      release: "0.5.0",
+      upgrade: { from: "0.5.0", to: "0.6.0", served: true },
+    });
     const answer = await approve(upgrading);
     expect(answer.status).toBe(409);
     expect(answer.body.code).toBe("JOIN_STATE_CONFLICT");
     expect((await approve("nj-nosuch00")).status).toBe(404);
     // Rejecting a needs-upgrade join is allowed.
-    const rejected = await admin(t.server, "POST", `/v1/admin/cluster/joins/${upgrading}/reject`, { body: { reason: "old" }, operationId: "rejectNodeJoin" });
+    const rejected = await admin(t.server, "POST", `/v1/admin/cluster/joins/${upgrading}/reject`, {
+      body: { reason: "old" },
+      operationId: "rejectNodeJoin",
+    });
     expect(rejected.body.state).toBe("rejected");
   });
 });
@@ -245,7 +304,11 @@ describe("copyFrom", () => {
     expect(a.copiedFrom).toBe(founder().nodeId);
     expect(a.copyNotes).toEqual([]);
     expect(a.rack).toBe("r9");
-    expect(a.links[0]).toMatchObject({ interface: "enp2s0f0", purposes: ["storage", "overlay"], addressesAllocated: true });
+    expect(a.links[0]).toMatchObject({
+      interface: "enp2s0f0",
+      purposes: ["storage", "overlay"],
+      addressesAllocated: true,
+    });
     expect(a.links[0].addresses[0]).not.toBe("10.90.0.11/24");
     expect(a.disks).toEqual([{ key: "eui.002538b221b0a1c2", role: "ceph-osd" }]);
     settle(id);
@@ -270,6 +333,11 @@ describe("copyFrom", () => {
 describe("networks", () => {
   it("lists the networks approvals allocate from", async () => {
     const answer = await admin(t.server, "GET", "/v1/admin/cluster/networks", { operationId: "getClusterNetworks" });
-    expect(answer.body).toMatchObject({ storage: { cidr: "10.90.0.0/24" }, overlay: { cidr: "10.91.0.0/24" }, providerTopology: "bridged", providerVlan: 100 });
+    expect(answer.body).toMatchObject({
+      storage: { cidr: "10.90.0.0/24" },
+      overlay: { cidr: "10.91.0.0/24" },
+      providerTopology: "bridged",
+      providerVlan: 100,
+    });
   });
 });

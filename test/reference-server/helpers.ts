@@ -9,7 +9,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "vitest";
 import { parseJoinCode } from "../../src/core/join-code.js";
-import { bindingTranscript, clientBinding, deriveBindingKeys, derivePairingCode, formatPairingCode, verifyBinding } from "../../src/core/pairing.js";
+import {
+  bindingTranscript,
+  clientBinding,
+  deriveBindingKeys,
+  derivePairingCode,
+  formatPairingCode,
+  verifyBinding,
+} from "../../src/core/pairing.js";
 import { createMachineIdentity, type MachineIdentity } from "../../src/node/identity.js";
 import { finishLogin, startLogin } from "../../src/node/opaque.js";
 import { openPinnedConnection, type PinnedConnection, type PinnedResponse } from "../../src/node/pinned-connection.js";
@@ -27,7 +34,8 @@ const ajv = specAjv();
 const escape = (key: string): string => key.replace(/~/g, "~0").replace(/\//g, "~1");
 const operations = new Map<string, { path: string; method: string }>();
 for (const [path, item] of Object.entries(spec.paths as Record<string, Record<string, { operationId?: string }>>)) {
-  for (const [method, op] of Object.entries(item)) if (op && typeof op === "object" && op.operationId) operations.set(op.operationId, { path, method });
+  for (const [method, op] of Object.entries(item))
+    if (op && typeof op === "object" && op.operationId) operations.set(op.operationId, { path, method });
 }
 
 /** Answers checked against the spec so far (a test asserts the checker saw them). */
@@ -40,7 +48,10 @@ export const specChecks = { count: 0 };
 export function expectSpec(operationId: string, status: number, contentType: string | undefined, body: unknown): void {
   const op = operations.get(operationId);
   expect(op, `unknown operation ${operationId}`).toBeDefined();
-  const responses = spec.paths[op!.path][op!.method].responses as Record<string, { $ref?: string; content?: Record<string, unknown> }>;
+  const responses = spec.paths[op!.path][op!.method].responses as Record<
+    string,
+    { $ref?: string; content?: Record<string, unknown> }
+  >;
   const declared = responses[String(status)];
   expect(declared, `${operationId} does not declare status ${status}`).toBeDefined();
   let pointer = `#/paths/${escape(op!.path)}/${op!.method}/responses/${status}`;
@@ -85,7 +96,10 @@ export interface TestServer {
 }
 
 /** Starts a reference server on loopback with port 0 and a fresh temp data directory. */
-export async function startTestServer(overrides: Partial<ReferenceServerConfig> = {}, dataDir?: string): Promise<TestServer> {
+export async function startTestServer(
+  overrides: Partial<ReferenceServerConfig> = {},
+  dataDir?: string,
+): Promise<TestServer> {
   const dir = dataDir ?? mkdtempSync(join(tmpdir(), "stratum-ref-"));
   const logs: string[] = [];
   const config: ReferenceServerConfig = {
@@ -138,7 +152,13 @@ export async function admin(
   server: ReferenceServer,
   method: string,
   path: string,
-  options: { body?: unknown; raw?: string; token?: string | null; operationId?: string; headers?: Record<string, string> } = {},
+  options: {
+    body?: unknown;
+    raw?: string;
+    token?: string | null;
+    operationId?: string;
+    headers?: Record<string, string>;
+  } = {},
 ): Promise<AdminAnswer> {
   const headers: Record<string, string> = { ...(options.headers ?? {}) };
   const token = options.token === undefined ? server.adminToken : options.token;
@@ -147,10 +167,15 @@ export async function admin(
   if (options.raw !== undefined) body = options.raw;
   else if (options.body !== undefined) body = JSON.stringify(options.body);
   if (body !== undefined) headers["content-type"] ??= "application/json";
-  const response = await fetch(`${server.adminUrl}${path}`, { method, headers, ...(body !== undefined ? { body } : {}) });
+  const response = await fetch(`${server.adminUrl}${path}`, {
+    method,
+    headers,
+    ...(body !== undefined ? { body } : {}),
+  });
   const text = await response.text();
   const parsed = text === "" ? undefined : JSON.parse(text);
-  if (options.operationId) expectSpec(options.operationId, response.status, response.headers.get("content-type") ?? undefined, parsed);
+  if (options.operationId)
+    expectSpec(options.operationId, response.status, response.headers.get("content-type") ?? undefined, parsed);
   return { status: response.status, headers: response.headers, body: parsed };
 }
 
@@ -234,13 +259,29 @@ export class TestJoiner {
   }
 
   /** One call on the current connection, checked against the spec. */
-  async call(operationId: string, method: "GET" | "POST" | "HEAD", path: string, options: { json?: unknown; headers?: Record<string, string> } = {}): Promise<PinnedResponse> {
+  async call(
+    operationId: string,
+    method: "GET" | "POST" | "HEAD",
+    path: string,
+    options: { json?: unknown; headers?: Record<string, string> } = {},
+  ): Promise<PinnedResponse> {
     // undici closes a connection after a HEAD (a HEAD answer could carry a body it cannot
     // frame), so a later call may need a new one; it is pinned to the CA by then.
     const connection = this.connection?.alive ? this.connection : await this.connect();
-    const response = await connection.request({ method, path, ...(options.json !== undefined ? { json: options.json } : {}), headers: options.headers ?? {} });
+    const response = await connection.request({
+      method,
+      path,
+      ...(options.json !== undefined ? { json: options.json } : {}),
+      headers: options.headers ?? {},
+    });
     const type = response.headers["content-type"];
-    if (method !== "HEAD") expectSpec(operationId, response.status, typeof type === "string" ? type : undefined, response.json ?? (response.body.length ? "<binary>" : undefined));
+    if (method !== "HEAD")
+      expectSpec(
+        operationId,
+        response.status,
+        typeof type === "string" ? type : undefined,
+        response.json ?? (response.body.length ? "<binary>" : undefined),
+      );
     return response;
   }
 
@@ -248,7 +289,9 @@ export class TestJoiner {
   async pake(code: string): Promise<{ response: PinnedResponse; state: string; ke1: string }> {
     const canonical = parseJoinCode(code).code;
     const { state, ke1 } = await startLogin(canonical);
-    const response = await this.call("startJoinPake", "POST", "/v1/join/pake", { json: { selector: canonical.slice(0, 2), ke1 } });
+    const response = await this.call("startJoinPake", "POST", "/v1/join/pake", {
+      json: { selector: canonical.slice(0, 2), ke1 },
+    });
     return { response, state, ke1 };
   }
 
@@ -277,7 +320,14 @@ export class TestJoiner {
       exporter: this.connection!.exporter(),
     });
     const pairingCode = formatPairingCode(await derivePairingCode(keys.pairingKey, this.identity.keyFingerprint));
-    return { session: challenge.session, ke3: finished.ke3, binding: await clientBinding(keys.kc, transcript), keys, transcript, pairingCode };
+    return {
+      session: challenge.session,
+      ke3: finished.ke3,
+      binding: await clientBinding(keys.kc, transcript),
+      keys,
+      transcript,
+      pairingCode,
+    };
   }
 
   /** Sends a KE3 call (`code-checks` or `registrations`) on the current connection. */
@@ -294,26 +344,43 @@ export class TestJoiner {
       headers: binding === null ? {} : { "join-binding": binding },
     });
     const header = response.headers["join-binding"];
-    const serverBindingOk = typeof header === "string" ? await verifyBinding(exchange.keys.ks, exchange.transcript, header) : undefined;
-    return { response, pairingCode: exchange.pairingCode, ...(serverBindingOk !== undefined ? { serverBindingOk } : {}) };
+    const serverBindingOk =
+      typeof header === "string" ? await verifyBinding(exchange.keys.ks, exchange.transcript, header) : undefined;
+    return {
+      response,
+      pairingCode: exchange.pairingCode,
+      ...(serverBindingOk !== undefined ? { serverBindingOk } : {}),
+    };
   }
 
   /** A fresh connection, the exchange, and the KE3 call. */
-  async prove(code: string, kind: "code-checks" | "registrations", body: Record<string, unknown>, tamper: { binding?: string | null; ke3?: string; session?: string } = {}): Promise<Proved> {
+  async prove(
+    code: string,
+    kind: "code-checks" | "registrations",
+    body: Record<string, unknown>,
+    tamper: { binding?: string | null; ke3?: string; session?: string } = {},
+  ): Promise<Proved> {
     await this.connect();
     return this.sendProof(kind, body, await this.exchange(code), tamper);
   }
 
   /** Registers with `code` (release 0.6.0 and a default inventory unless `body` says otherwise). */
   async register(code: string, body: Record<string, unknown> = {}): Promise<Proved> {
-    return this.prove(code, "registrations", { release: "0.6.0", hostname: "node-2", inventory: sampleInventory(), ...body });
+    return this.prove(code, "registrations", {
+      release: "0.6.0",
+      hostname: "node-2",
+      inventory: sampleInventory(),
+      ...body,
+    });
   }
 
   /** `GET /v1/join/registrations/{joinId}` on a connection pinned to the CA. */
   async view(joinId: string, options: { waitSeconds?: number; etag?: string } = {}): Promise<PinnedResponse> {
     if (!this.connection?.alive) await this.connect();
     const query = options.waitSeconds !== undefined ? `?waitSeconds=${options.waitSeconds}` : "";
-    return this.call("getRegistration", "GET", `/v1/join/registrations/${joinId}${query}`, { headers: options.etag ? { "if-none-match": options.etag } : {} });
+    return this.call("getRegistration", "GET", `/v1/join/registrations/${joinId}${query}`, {
+      headers: options.etag ? { "if-none-match": options.etag } : {},
+    });
   }
 
   /** `POST /v1/join/registrations/{joinId}/progress`. */
@@ -361,8 +428,26 @@ export function sampleInventory(): Record<string, unknown> {
       },
     ],
     nics: [
-      { name: "enp87s0", mac: "58:47:ca:70:11:02", operState: "up", link: "up", speedMbps: 1000, mtu: 1500, addresses: ["192.0.2.21/24"], wireless: false },
-      { name: "enp2s0f0", mac: "58:47:ca:70:11:03", operState: "up", link: "up", speedMbps: 10000, mtu: 9000, addresses: [], wireless: false },
+      {
+        name: "enp87s0",
+        mac: "58:47:ca:70:11:02",
+        operState: "up",
+        link: "up",
+        speedMbps: 1000,
+        mtu: 1500,
+        addresses: ["192.0.2.21/24"],
+        wireless: false,
+      },
+      {
+        name: "enp2s0f0",
+        mac: "58:47:ca:70:11:03",
+        operState: "up",
+        link: "up",
+        speedMbps: 10000,
+        mtu: 9000,
+        addresses: [],
+        wireless: false,
+      },
     ],
     cpu: { model: "AMD Ryzen 9 7940HS", sockets: 1, cores: 8, threads: 16, virtualization: "svm" },
     memoryBytes: 68719476736,
@@ -382,7 +467,19 @@ export function insertJoinRow(server: ReferenceServer, overrides: Partial<JoinRo
   const codeId = "jc-testcode";
   if (!server.store.getCode(codeId)) {
     server.store.tx(() =>
-      server.store.insertCode({ id: codeId, selector: "ZZ", record: "x", caFingerprint: server.caFingerprint, endpoint: "127.0.0.1:9444", attempts: 0, createdBy: "test", createdAt: now, expiresAt: now + 3600_000, revokedBy: "test", revokedAt: now }),
+      server.store.insertCode({
+        id: codeId,
+        selector: "ZZ",
+        record: "x",
+        caFingerprint: server.caFingerprint,
+        endpoint: "127.0.0.1:9444",
+        attempts: 0,
+        createdBy: "test",
+        createdAt: now,
+        expiresAt: now + 3600_000,
+        revokedBy: "test",
+        revokedAt: now,
+      }),
     );
   }
   server.store.tx(() =>

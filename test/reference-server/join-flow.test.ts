@@ -47,7 +47,18 @@ describe("a join from mint to joined", () => {
     const listed = await admin(server, "GET", "/v1/admin/cluster/joins", { operationId: "listNodeJoins" });
     expect(listed.body.items).toHaveLength(1);
     const item = listed.body.items[0];
-    expect(item).toMatchObject({ id: joinId, codeId: minted.joinCode.id, state: "pending", pairingCode: registration.pairingCode, hostname: "node-2", release: "0.6.0", sourceAddr: "127.0.0.1", keyFingerprint: joiner.identity.keyFingerprint, stalled: false, steps: [] });
+    expect(item).toMatchObject({
+      id: joinId,
+      codeId: minted.joinCode.id,
+      state: "pending",
+      pairingCode: registration.pairingCode,
+      hostname: "node-2",
+      release: "0.6.0",
+      sourceAddr: "127.0.0.1",
+      keyFingerprint: joiner.identity.keyFingerprint,
+      stalled: false,
+      steps: [],
+    });
     expect(item.expiresAt).toBe(new Date(Date.parse(minted.joinCode.expiresAt) + 24 * 3600_000).toISOString());
     const codes = await admin(server, "GET", "/v1/admin/cluster/join-codes", { operationId: "listJoinCodes" });
     expect(codes.body.items[0]).toMatchObject({ id: minted.joinCode.id, registrations: 1, attempts: 0 });
@@ -64,7 +75,13 @@ describe("a join from mint to joined", () => {
     // Approve while a long poll waits: it wakes with the change.
     const waiting = joiner.view(joinId, { waitSeconds: 20, etag });
     const approved = await admin(server, "POST", `/v1/admin/cluster/joins/${joinId}/approve`, {
-      body: { assignment: { rack: "r2", links: [{ name: "data", interface: "enp2s0f0", purposes: ["storage", "overlay"] }], disks: [{ key: "/dev/disk/by-id/nvme-Samsung_SSD_980_PRO_2TB_S6B0NL0W123456", role: "ceph-osd" }] } },
+      body: {
+        assignment: {
+          rack: "r2",
+          links: [{ name: "data", interface: "enp2s0f0", purposes: ["storage", "overlay"] }],
+          disks: [{ key: "/dev/disk/by-id/nvme-Samsung_SSD_980_PRO_2TB_S6B0NL0W123456", role: "ceph-osd" }],
+        },
+      },
       operationId: "approveNodeJoin",
     });
     expect(approved.status).toBe(200);
@@ -99,13 +116,19 @@ describe("a join from mint to joined", () => {
     expect(nodeYaml.network.mgmt).toEqual({ interface: "enp87s0", address: "192.0.2.21" });
     const members = await admin(server, "GET", "/v1/admin/cluster/members", { operationId: "listClusterMembers" });
     expect(members.body.membershipGeneration).toBe(2);
-    expect(members.body.items.find((m: any) => m.nodeId === delivery.nodeId)).toMatchObject({ state: "joining", name: "node-2" });
+    expect(members.body.items.find((m: any) => m.nodeId === delivery.nodeId)).toMatchObject({
+      state: "joining",
+      name: "node-2",
+    });
     // The admin never sees the delivery.
     const adminView = await admin(server, "GET", `/v1/admin/cluster/joins/${joinId}`, { operationId: "getNodeJoin" });
     expect(JSON.stringify(adminView.body)).not.toContain(bundle.nodeKey);
     expect(adminView.body.deliveredAt).toBeDefined();
 
-    const installing = await joiner.progress(joinId, { steps: [{ name: "storage", title: "Preparing disks", status: "running" }], log: ["10:00 preparing disks"] });
+    const installing = await joiner.progress(joinId, {
+      steps: [{ name: "storage", title: "Preparing disks", status: "running" }],
+      log: ["10:00 preparing disks"],
+    });
     expect(installing.status).toBe(200);
     expect((installing.json as any).state).toBe("installing");
     const joined = await joiner.progress(joinId, {
@@ -119,18 +142,35 @@ describe("a join from mint to joined", () => {
     expect((joined.json as any).delivery).toBeUndefined();
     const final = await admin(server, "GET", `/v1/admin/cluster/joins/${joinId}`, { operationId: "getNodeJoin" });
     expect(final.body).toMatchObject({ state: "joined", logTail: ["10:00 preparing disks", "10:05 joined"] });
-    expect(final.body.steps.map((s: any) => [s.name, s.status])).toEqual([["storage", "done"], ["join", "done"]]);
+    expect(final.body.steps.map((s: any) => [s.name, s.status])).toEqual([
+      ["storage", "done"],
+      ["join", "done"],
+    ]);
     const after = await admin(server, "GET", "/v1/admin/cluster/members", { operationId: "listClusterMembers" });
-    expect(after.body.items.find((m: any) => m.nodeId === delivery.nodeId)).toMatchObject({ state: "active", appliedGeneration: 2 });
+    expect(after.body.items.find((m: any) => m.nodeId === delivery.nodeId)).toMatchObject({
+      state: "active",
+      appliedGeneration: 2,
+    });
     // A joined join takes no more reports.
     expect((await joiner.progress(joinId, { log: ["late"] })).status).toBe(409);
 
     // The listener closes once no code is live and no registration is open.
-    await admin(server, "DELETE", `/v1/admin/cluster/join-codes/${minted.joinCode.id}`, { operationId: "revokeJoinCode" });
+    await admin(server, "DELETE", `/v1/admin/cluster/join-codes/${minted.joinCode.id}`, {
+      operationId: "revokeJoinCode",
+    });
     await joiner.close();
     await eventually(() => !server.joinListenerOpen);
     const actions = server.store.auditEntries().map((e) => e.action);
-    for (const a of ["cluster.join_code.minted", "cluster.join.registered", "cluster.join.approved", "cluster.join.delivering", "cluster.join.installing", "cluster.join.joined", "cluster.join_code.revoked"]) expect(actions).toContain(a);
+    for (const a of [
+      "cluster.join_code.minted",
+      "cluster.join.registered",
+      "cluster.join.approved",
+      "cluster.join.delivering",
+      "cluster.join.installing",
+      "cluster.join.joined",
+      "cluster.join_code.revoked",
+    ])
+      expect(actions).toContain(a);
     // No secret in any log line or audit entry.
     const everything = t.logs.join("\n") + JSON.stringify(server.store.auditEntries());
     expect(everything).not.toContain(parseJoinCode(minted.code).code);
@@ -150,17 +190,42 @@ describe("a join from mint to joined", () => {
       body: { assignment: { links: [{ name: "data", interface: "enp2s0f0", purposes: ["storage"] }] } },
       operationId: "approveNodeJoin",
     });
-    expect(approved.body.assignment.links[0]).toMatchObject({ addresses: ["10.90.0.1/24"], addressesAllocated: true, mtu: 9000 });
+    expect(approved.body.assignment.links[0]).toMatchObject({
+      addresses: ["10.90.0.1/24"],
+      addressesAllocated: true,
+      mtu: 9000,
+    });
     await eventually(async () => ((await joiner.view(joinId)).json as any).state === "delivering");
-    const failed = await joiner.progress(joinId, { steps: [{ name: "join/patroni", title: "Joining Patroni", status: "failed", message: "replica never found the leader" }] });
-    expect(failed.json).toMatchObject({ state: "failed", failedStep: "join/patroni", failedError: "replica never found the leader" });
+    const failed = await joiner.progress(joinId, {
+      steps: [
+        { name: "join/patroni", title: "Joining Patroni", status: "failed", message: "replica never found the leader" },
+      ],
+    });
+    expect(failed.json).toMatchObject({
+      state: "failed",
+      failedStep: "join/patroni",
+      failedError: "replica never found the leader",
+    });
     const view = await admin(server, "GET", `/v1/admin/cluster/joins/${joinId}`, { operationId: "getNodeJoin" });
-    expect(view.body).toMatchObject({ state: "failed", failedStep: "join/patroni", failedStepTitle: "Joining Patroni" });
+    expect(view.body).toMatchObject({
+      state: "failed",
+      failedStep: "join/patroni",
+      failedStepTitle: "Joining Patroni",
+    });
     const members = await admin(server, "GET", "/v1/admin/cluster/members", { operationId: "listClusterMembers" });
     expect(members.body.items).toHaveLength(1);
 
-    expect((await admin(server, "POST", `/v1/admin/cluster/joins/${joinId}/reject`, { body: { reason: "late" }, operationId: "rejectNodeJoin" })).status).toBe(409);
-    const retried = await admin(server, "POST", `/v1/admin/cluster/joins/${joinId}/retry`, { operationId: "retryNodeJoin" });
+    expect(
+      (
+        await admin(server, "POST", `/v1/admin/cluster/joins/${joinId}/reject`, {
+          body: { reason: "late" },
+          operationId: "rejectNodeJoin",
+        })
+      ).status,
+    ).toBe(409);
+    const retried = await admin(server, "POST", `/v1/admin/cluster/joins/${joinId}/retry`, {
+      operationId: "retryNodeJoin",
+    });
     expect(retried.status).toBe(200);
     expect(retried.body.state).toBe("approved");
     expect(retried.body.failedStep).toBeUndefined();
@@ -171,7 +236,9 @@ describe("a join from mint to joined", () => {
     });
     expect(again.delivery.nodeId).toBe(approved.body.nodeId);
     expect(again.delivery.bundle.membershipGeneration).toBe(3);
-    expect((await admin(server, "POST", `/v1/admin/cluster/joins/${joinId}/retry`, { operationId: "retryNodeJoin" })).status).toBe(409);
+    expect(
+      (await admin(server, "POST", `/v1/admin/cluster/joins/${joinId}/retry`, { operationId: "retryNodeJoin" })).status,
+    ).toBe(409);
   });
 
   it("rejects a machine, whose key is refused from then on", async () => {
@@ -179,15 +246,28 @@ describe("a join from mint to joined", () => {
     const minted = await mint(server);
     const joiner = await TestJoiner.create(server);
     const joinId = ((await joiner.register(minted.code)).response.json as any).joinId;
-    const rejected = await admin(server, "POST", `/v1/admin/cluster/joins/${joinId}/reject`, { body: { reason: "not ours" }, operationId: "rejectNodeJoin" });
+    const rejected = await admin(server, "POST", `/v1/admin/cluster/joins/${joinId}/reject`, {
+      body: { reason: "not ours" },
+      operationId: "rejectNodeJoin",
+    });
     expect(rejected.body).toMatchObject({ state: "rejected", reason: "not ours", rejectedBy: "bootstrap-admin" });
     const seen = await joiner.view(joinId);
     expect(seen.json).toMatchObject({ state: "rejected", reason: "not ours" });
     const back = await TestJoiner.with(server, joiner.identity).register(minted.code);
     expect(back.response.status).toBe(409);
     expect(back.response.json).toMatchObject({ code: "REGISTRATION_REJECTED", details: { reason: "not ours" } });
-    expect((await admin(server, "POST", `/v1/admin/cluster/joins/${joinId}/approve`, { operationId: "approveNodeJoin" })).body.code).toBe("JOIN_STATE_CONFLICT");
-    expect((await admin(server, "POST", `/v1/admin/cluster/joins/${joinId}/reject`, { body: {}, operationId: "rejectNodeJoin" })).body.errors).toEqual([{ field: "reason", message: expect.any(String) }]);
+    expect(
+      (await admin(server, "POST", `/v1/admin/cluster/joins/${joinId}/approve`, { operationId: "approveNodeJoin" }))
+        .body.code,
+    ).toBe("JOIN_STATE_CONFLICT");
+    expect(
+      (
+        await admin(server, "POST", `/v1/admin/cluster/joins/${joinId}/reject`, {
+          body: {},
+          operationId: "rejectNodeJoin",
+        })
+      ).body.errors,
+    ).toEqual([{ field: "reason", message: expect.any(String) }]);
   });
 
   it("answers a code check and records nothing", async () => {

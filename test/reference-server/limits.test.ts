@@ -39,7 +39,8 @@ describe("per-address limits", () => {
   it("refuses too many new registrations from one address", async () => {
     t = await startTestServer({ limits: { perAddressRegistrations: 2, perAddressWindowSeconds: 30 } });
     const { code } = await mint(t.server);
-    for (let i = 0; i < 2; i++) expect((await (await TestJoiner.create(t.server)).register(code)).response.status).toBe(201);
+    for (let i = 0; i < 2; i++)
+      expect((await (await TestJoiner.create(t.server)).register(code)).response.status).toBe(201);
     const third = await (await TestJoiner.create(t.server)).register(code);
     expect(third.response.status).toBe(429);
     const retryAfter = Number(third.response.headers["retry-after"]);
@@ -66,15 +67,29 @@ describe("bodies the listener refuses", () => {
     const { code } = await mint(t.server);
     const joiner = await TestJoiner.create(t.server);
     const connection = await joiner.connect();
-    const notJson = await connection.request({ method: "POST", path: "/v1/join/pake", body: "{nope", headers: { "content-type": "application/json" } });
+    const notJson = await connection.request({
+      method: "POST",
+      path: "/v1/join/pake",
+      body: "{nope",
+      headers: { "content-type": "application/json" },
+    });
     expect(notJson.status).toBe(400);
     expect(notJson.json).toMatchObject({ code: "INVALID_INPUT", errors: [{ field: "" }] });
     const empty = await connection.request({ method: "POST", path: "/v1/join/registrations", body: "" });
     expect(empty.status).toBe(400);
-    const wrong = await joiner.call("registerJoin", "POST", "/v1/join/registrations", { json: { pake: { session: 5 }, release: 1, inventory: { disks: [{ name: "x" }] } } });
+    const wrong = await joiner.call("registerJoin", "POST", "/v1/join/registrations", {
+      json: { pake: { session: 5 }, release: 1, inventory: { disks: [{ name: "x" }] } },
+    });
     expect(wrong.status).toBe(400);
-    expect((wrong.json as any).errors.map((e: any) => e.field).sort()).toEqual(["inventory.disks[0].path", "pake.ke3", "pake.session", "release"]);
-    const large = await (await joiner.connect()).request({ method: "POST", path: "/v1/join/registrations", json: { pad: "x".repeat(10_000) } });
+    expect((wrong.json as any).errors.map((e: any) => e.field).sort()).toEqual([
+      "inventory.disks[0].path",
+      "pake.ke3",
+      "pake.session",
+      "release",
+    ]);
+    const large = await (
+      await joiner.connect()
+    ).request({ method: "POST", path: "/v1/join/registrations", json: { pad: "x".repeat(10_000) } });
     expect(large.status).toBe(400);
     expect((large.json as any).errors[0].message).toContain("larger than 4096");
     // The listener still works afterwards.

@@ -19,7 +19,13 @@ interface Started {
 async function start(env: Record<string, string> = {}): Promise<Started> {
   const child = spawn(process.execPath, ["--import", "tsx", "examples/reference-server/main.ts"], {
     cwd: root,
-    env: { ...process.env, STRATUM_DATA_DIR: dataDir, STRATUM_ADMIN_ADDR: "127.0.0.1:0", STRATUM_JOIN_ADDR: "127.0.0.1:0", ...env },
+    env: {
+      ...process.env,
+      STRATUM_DATA_DIR: dataDir,
+      STRATUM_ADMIN_ADDR: "127.0.0.1:0",
+      STRATUM_JOIN_ADDR: "127.0.0.1:0",
+      ...env,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
@@ -52,7 +58,9 @@ describe("npm run reference-server", () => {
     expect(statSync(join(dataDir, "admin-token")).mode & 0o777).toBe(0o600);
     expect(statSync(join(dataDir, "stratum.db")).mode & 0o777).toBe(0o600);
     expect(statSync(dataDir).mode & 0o777).toBe(0o700);
-    const members = await fetch(`${first.adminUrl}/v1/admin/cluster/members`, { headers: { authorization: `Bearer ${token}` } });
+    const members = await fetch(`${first.adminUrl}/v1/admin/cluster/members`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
     expect(members.status).toBe(200);
     first.child.kill("SIGTERM");
     expect(await exited(first.child)).toBe(0);
@@ -64,7 +72,9 @@ describe("npm run reference-server", () => {
     const second = await start();
     expect(second.output()).not.toContain(token);
     expect(second.output()).toContain(`admin token     in ${join(dataDir, "admin-token")}`);
-    const again = await fetch(`${second.adminUrl}/v1/admin/cluster/members`, { headers: { authorization: `Bearer ${token}` } });
+    const again = await fetch(`${second.adminUrl}/v1/admin/cluster/members`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
     expect(again.status).toBe(200);
     second.child.kill("SIGINT");
     expect(await exited(second.child)).toBe(0);
@@ -73,7 +83,9 @@ describe("npm run reference-server", () => {
   it("takes the token from STRATUM_ADMIN_TOKEN", async () => {
     const started = await start({ STRATUM_ADMIN_TOKEN: "stratum_from-the-environment" });
     expect(started.output()).toContain("admin token     from STRATUM_ADMIN_TOKEN");
-    const answer = await fetch(`${started.adminUrl}/v1/admin/cluster/networks`, { headers: { authorization: "Bearer stratum_from-the-environment" } });
+    const answer = await fetch(`${started.adminUrl}/v1/admin/cluster/networks`, {
+      headers: { authorization: "Bearer stratum_from-the-environment" },
+    });
     expect(answer.status).toBe(200);
     started.child.kill("SIGTERM");
     expect(await exited(started.child)).toBe(0);

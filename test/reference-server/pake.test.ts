@@ -14,7 +14,8 @@ afterEach(async () => {
   await t.dispose();
 });
 
-const codeInfo = async (id: string): Promise<any> => (await admin(t.server, "GET", "/v1/admin/cluster/join-codes")).body.items.find((c: any) => c.id === id);
+const codeInfo = async (id: string): Promise<any> =>
+  (await admin(t.server, "GET", "/v1/admin/cluster/join-codes")).body.items.find((c: any) => c.id === id);
 
 /** A code with the same selector as `code` but other secret symbols (a mistyped code that passes the check symbol). */
 function sameSelectorOtherCode(code: string): string {
@@ -49,20 +50,29 @@ describe("POST /v1/join/pake", () => {
     expect(b.caCertificate).toBe(a.caCertificate);
     expect(b.session).toMatch(/^pk-[0-9A-HJKMNP-TV-Z]{16}$/);
     const caDer = new Uint8Array(Buffer.from(b.caCertificate.replace(/-----[^-]+-----|\s/g, ""), "base64"));
-    expect(await finishLogin({ state: fake.state, ke2: b.ke2, code: parseJoinCode(unknown).code, caDer })).toBeUndefined();
+    expect(
+      await finishLogin({ state: fake.state, ke2: b.ke2, code: parseJoinCode(unknown).code, caDer }),
+    ).toBeUndefined();
     // Sending garbage as KE3 for the fake exchange: 401, as for a wrong code.
-    const answer = await joiner.call("checkJoinCode", "POST", "/v1/join/code-checks", { json: { pake: { session: b.session, ke3: "AAAA" }, release: "0.6.0" }, headers: { "join-binding": "AAAA" } });
+    const answer = await joiner.call("checkJoinCode", "POST", "/v1/join/code-checks", {
+      json: { pake: { session: b.session, ke3: "AAAA" }, release: "0.6.0" },
+      headers: { "join-binding": "AAAA" },
+    });
     expect(answer.json).toMatchObject({ code: "JOIN_CODE_INVALID" });
   });
 
   it("refuses a malformed start with field errors and counts nothing", async () => {
     const minted = await mint(t.server);
     const joiner = await TestJoiner.create(t.server);
-    const bad = await joiner.call("startJoinPake", "POST", "/v1/join/pake", { json: { selector: "4f", ke1: "!!", extra: 1 } });
+    const bad = await joiner.call("startJoinPake", "POST", "/v1/join/pake", {
+      json: { selector: "4f", ke1: "!!", extra: 1 },
+    });
     expect(bad.status).toBe(400);
     const fields = (bad.json as any).errors.map((e: any) => e.field).sort();
     expect(fields).toEqual(expect.arrayContaining(["selector", "ke1"]));
-    const garbage = await joiner.call("startJoinPake", "POST", "/v1/join/pake", { json: { selector: minted.joinCode.selector, ke1: "AAAA" } });
+    const garbage = await joiner.call("startJoinPake", "POST", "/v1/join/pake", {
+      json: { selector: minted.joinCode.selector, ke1: "AAAA" },
+    });
     expect(garbage.json).toMatchObject({ code: "INVALID_INPUT", errors: [{ field: "ke1" }] });
     expect((await codeInfo(minted.joinCode.id)).attempts).toBe(0);
   });
@@ -88,11 +98,15 @@ describe("the KE3 call", () => {
     // The same key on a second connection.
     const second = TestJoiner.with(t.server, joiner.identity);
     await second.connect();
-    expect((await second.sendProof("code-checks", { release: "0.6.0" }, exchange)).response.json).toMatchObject({ code: "JOIN_PAKE_RESTART" });
+    expect((await second.sendProof("code-checks", { release: "0.6.0" }, exchange)).response.json).toMatchObject({
+      code: "JOIN_PAKE_RESTART",
+    });
     // Another key.
     const other = await TestJoiner.create(t.server);
     await other.connect();
-    expect((await other.sendProof("code-checks", { release: "0.6.0" }, exchange)).response.json).toMatchObject({ code: "JOIN_PAKE_RESTART" });
+    expect((await other.sendProof("code-checks", { release: "0.6.0" }, exchange)).response.json).toMatchObject({
+      code: "JOIN_PAKE_RESTART",
+    });
     await second.close();
     await other.close();
     // The owner's exchange still works.
@@ -108,7 +122,12 @@ describe("the KE3 call", () => {
     expect(badKe3.response.json).toMatchObject({ code: "JOIN_CODE_INVALID" });
     expect(badKe3.response.headers["join-binding"]).toBeUndefined();
     expect((await codeInfo(minted.joinCode.id)).attempts).toBe(1);
-    const badBinding = await joiner.prove(minted.code, "code-checks", { release: "0.6.0" }, { binding: Buffer.alloc(32).toString("base64") });
+    const badBinding = await joiner.prove(
+      minted.code,
+      "code-checks",
+      { release: "0.6.0" },
+      { binding: Buffer.alloc(32).toString("base64") },
+    );
     expect(badBinding.response.json).toMatchObject({ code: "JOIN_CODE_INVALID" });
     const noBinding = await joiner.prove(minted.code, "code-checks", { release: "0.6.0" }, { binding: null });
     expect(noBinding.response.json).toMatchObject({ code: "JOIN_CODE_INVALID" });
@@ -134,10 +153,14 @@ describe("the KE3 call", () => {
 
   it("tells the holder of a revoked code who revoked it", async () => {
     const minted = await mint(t.server);
-    const revoked = await admin(t.server, "DELETE", `/v1/admin/cluster/join-codes/${minted.joinCode.id}`, { operationId: "revokeJoinCode" });
+    const revoked = await admin(t.server, "DELETE", `/v1/admin/cluster/join-codes/${minted.joinCode.id}`, {
+      operationId: "revokeJoinCode",
+    });
     expect(revoked.body).toMatchObject({ state: "revoked", revokedBy: "bootstrap-admin" });
     // Revoking again answers it as it is.
-    const again = await admin(t.server, "DELETE", `/v1/admin/cluster/join-codes/${minted.joinCode.id}`, { operationId: "revokeJoinCode" });
+    const again = await admin(t.server, "DELETE", `/v1/admin/cluster/join-codes/${minted.joinCode.id}`, {
+      operationId: "revokeJoinCode",
+    });
     expect(again.body.revokedAt).toBe(revoked.body.revokedAt);
     const joiner = await TestJoiner.create(t.server);
     // No code live, no registration: the listener closes. Another code opens it again.
@@ -145,7 +168,10 @@ describe("the KE3 call", () => {
     await keepListenerOpen(t.server, minted.code);
     expect(t.server.joinListenerOpen).toBe(true);
     const answer = await joiner.register(minted.code);
-    expect(answer.response.json).toMatchObject({ code: "JOIN_CODE_REVOKED", details: { revokedBy: "bootstrap-admin" } });
+    expect(answer.response.json).toMatchObject({
+      code: "JOIN_CODE_REVOKED",
+      details: { revokedBy: "bootstrap-admin" },
+    });
   });
 
   it("answers 503 UPGRADE_IN_PROGRESS with Retry-After, and clears the attempt", async () => {
@@ -153,7 +179,10 @@ describe("the KE3 call", () => {
     const joiner = await TestJoiner.create(t.server);
     await joiner.connect();
     const exchange = await joiner.exchange(minted.code);
-    const set = await admin(t.server, "PUT", "/v1/admin/cluster/upgrade", { body: { inProgress: true, retryAfterSeconds: 7 }, operationId: "setClusterUpgrade" });
+    const set = await admin(t.server, "PUT", "/v1/admin/cluster/upgrade", {
+      body: { inProgress: true, retryAfterSeconds: 7 },
+      operationId: "setClusterUpgrade",
+    });
     expect(set.body).toEqual({ inProgress: true, retryAfterSeconds: 7 });
     const answer = await joiner.sendProof("registrations", { release: "0.6.0" }, exchange);
     expect(answer.response.status).toBe(503);
@@ -162,7 +191,10 @@ describe("the KE3 call", () => {
     expect((await codeInfo(minted.joinCode.id)).attempts).toBe(0);
     const pake = await joiner.pake(minted.code);
     expect(pake.response.status).toBe(503);
-    await admin(t.server, "PUT", "/v1/admin/cluster/upgrade", { body: { inProgress: false }, operationId: "setClusterUpgrade" });
+    await admin(t.server, "PUT", "/v1/admin/cluster/upgrade", {
+      body: { inProgress: false },
+      operationId: "setClusterUpgrade",
+    });
     expect((await joiner.register(minted.code)).response.status).toBe(201);
   });
 
@@ -174,7 +206,9 @@ describe("the KE3 call", () => {
     await joiner.connect();
     const exchange = await joiner.exchange(minted.code);
     await new Promise((r) => setTimeout(r, 300));
-    expect((await joiner.sendProof("code-checks", { release: "0.6.0" }, exchange)).response.json).toMatchObject({ code: "JOIN_PAKE_RESTART" });
+    expect((await joiner.sendProof("code-checks", { release: "0.6.0" }, exchange)).response.json).toMatchObject({
+      code: "JOIN_PAKE_RESTART",
+    });
   });
 });
 
@@ -205,18 +239,27 @@ describe("attempts and the burn", () => {
       Array.from({ length: 5 }, async () => {
         const j = await TestJoiner.create(t.server);
         const { state, ke1 } = await startLogin(canonical);
-        const r = await j.call("startJoinPake", "POST", "/v1/join/pake", { json: { selector: canonical.slice(0, 2), ke1 } });
+        const r = await j.call("startJoinPake", "POST", "/v1/join/pake", {
+          json: { selector: canonical.slice(0, 2), ke1 },
+        });
         await j.close();
         return { status: r.status, state };
       }),
     );
     expect(burst.map((b) => b.status)).toEqual(Array(5).fill(200));
-    expect(await codeInfo(minted.joinCode.id)).toMatchObject({ attempts: 10, state: "revoked", revokedBy: "system:too-many-attempts" });
+    expect(await codeInfo(minted.joinCode.id)).toMatchObject({
+      attempts: 10,
+      state: "revoked",
+      revokedBy: "system:too-many-attempts",
+    });
     // The holder of the right code learns why at KE3.
     const joiner = await TestJoiner.create(t.server);
     const answer = await joiner.register(minted.code);
     expect(answer.response.status).toBe(401);
-    expect(answer.response.json).toMatchObject({ code: "JOIN_CODE_REVOKED", details: { revokedBy: "system:too-many-attempts" } });
+    expect(answer.response.json).toMatchObject({
+      code: "JOIN_CODE_REVOKED",
+      details: { revokedBy: "system:too-many-attempts" },
+    });
     expect(t.server.store.auditEntries().some((e) => e.actor === "system:too-many-attempts")).toBe(true);
   });
 
@@ -226,9 +269,19 @@ describe("attempts and the burn", () => {
     const joiners = await Promise.all(Array.from({ length: 15 }, () => TestJoiner.create(t.server)));
     await Promise.all(joiners.map((j) => j.connect()));
     const ke1s = await Promise.all(joiners.map(() => startLogin(canonical)));
-    const answers = await Promise.all(joiners.map((j, i) => j.call("startJoinPake", "POST", "/v1/join/pake", { json: { selector: canonical.slice(0, 2), ke1: ke1s[i]!.ke1 } })));
+    const answers = await Promise.all(
+      joiners.map((j, i) =>
+        j.call("startJoinPake", "POST", "/v1/join/pake", {
+          json: { selector: canonical.slice(0, 2), ke1: ke1s[i]!.ke1 },
+        }),
+      ),
+    );
     expect(answers.every((a) => a.status === 200)).toBe(true);
-    expect(await codeInfo(minted.joinCode.id)).toMatchObject({ attempts: 10, state: "revoked", revokedBy: "system:too-many-attempts" });
+    expect(await codeInfo(minted.joinCode.id)).toMatchObject({
+      attempts: 10,
+      state: "revoked",
+      revokedBy: "system:too-many-attempts",
+    });
     await Promise.all(joiners.map((j) => j.close()));
   });
 });
@@ -279,7 +332,9 @@ describe("TLS of the join listener", () => {
         text += d.toString();
         if (text.includes("}")) resolve(text);
       });
-      socket.write("POST /v1/join/pake HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}");
+      socket.write(
+        "POST /v1/join/pake HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+      );
     });
     socket.destroy();
     expect(answer).toMatch(/^HTTP\/1\.1 401/);

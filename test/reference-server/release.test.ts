@@ -5,7 +5,12 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, truncateSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { dispatcherSource, downloadRelease, generateReleaseKeyPair, signReleaseDirectory } from "../../src/release/index.js";
+import {
+  dispatcherSource,
+  downloadRelease,
+  generateReleaseKeyPair,
+  signReleaseDirectory,
+} from "../../src/release/index.js";
 import { TestJoiner, admin, mint, startTestServer, type TestServer } from "./helpers.js";
 
 let releaseRoot: string;
@@ -44,10 +49,16 @@ describe("a joiner on an older release", () => {
     code = (await mint(t.server)).code;
     joiner = await TestJoiner.create(t.server);
     const checked = await joiner.prove(code, "code-checks", { release: "0.5.0", selfUpgrade: true });
-    expect(checked.response.json).toMatchObject({ clusterRelease: "0.6.0", upgrade: { from: "0.5.0", to: "0.6.0", served: true } });
+    expect(checked.response.json).toMatchObject({
+      clusterRelease: "0.6.0",
+      upgrade: { from: "0.5.0", to: "0.6.0", served: true },
+    });
     const registered = await joiner.register(code, { release: "0.5.0", selfUpgrade: true });
     expect(registered.response.status).toBe(201);
-    expect(registered.response.json).toMatchObject({ state: "needs-upgrade", upgrade: { from: "0.5.0", to: "0.6.0", served: true } });
+    expect(registered.response.json).toMatchObject({
+      state: "needs-upgrade",
+      upgrade: { from: "0.5.0", to: "0.6.0", served: true },
+    });
     joinId = (registered.response.json as any).joinId;
   });
   afterAll(async () => {
@@ -83,9 +94,13 @@ describe("a joiner on an older release", () => {
     expect(open.headers["content-range"]).toBe("bytes 990-999/1000");
     const suffix = await joiner.call("getServedReleaseFile", "GET", path, { headers: { range: "bytes=-5" } });
     expect(Buffer.from(suffix.body)).toEqual(file.subarray(995));
-    const same = await joiner.call("getServedReleaseFile", "GET", path, { headers: { range: "bytes=100-", "if-range": etag } });
+    const same = await joiner.call("getServedReleaseFile", "GET", path, {
+      headers: { range: "bytes=100-", "if-range": etag },
+    });
     expect(same.status).toBe(206);
-    const changed = await joiner.call("getServedReleaseFile", "GET", path, { headers: { range: "bytes=100-", "if-range": '"stale"' } });
+    const changed = await joiner.call("getServedReleaseFile", "GET", path, {
+      headers: { range: "bytes=100-", "if-range": '"stale"' },
+    });
     expect(changed.status).toBe(200);
     expect(changed.body.length).toBe(1000);
     const past = await joiner.call("getServedReleaseFile", "GET", path, { headers: { range: "bytes=1000-" } });
@@ -97,21 +112,35 @@ describe("a joiner on an older release", () => {
   });
 
   it("refuses paths out of the release", async () => {
-    for (const path of ["os/..%2F..%2Fsecret.txt", "os/%2e%2e/%2e%2e/secret.txt", "notes.txt", "os/escape", "os/blobs", "os//blobs/sha256-small", "os/blobs/nope"]) {
+    for (const path of [
+      "os/..%2F..%2Fsecret.txt",
+      "os/%2e%2e/%2e%2e/secret.txt",
+      "notes.txt",
+      "os/escape",
+      "os/blobs",
+      "os//blobs/sha256-small",
+      "os/blobs/nope",
+    ]) {
       const answer = await joiner.call("getServedReleaseFile", "GET", `${base()}/${path}`);
       expect(answer.status, path).toBe(404);
     }
   });
 
   it("serves a few files at once per registration, then 503 RELEASE_BUSY", async () => {
-    const extra = await Promise.all([1, 2, 3, 4].map(async () => {
-      const j = TestJoiner.with(t.server, joiner.identity);
-      j.caDer = joiner.caDer;
-      await j.connect();
-      return j;
-    }));
+    const extra = await Promise.all(
+      [1, 2, 3, 4].map(async () => {
+        const j = TestJoiner.with(t.server, joiner.identity);
+        j.caDer = joiner.caDer;
+        await j.connect();
+        return j;
+      }),
+    );
     // Three answers left unread hold their slots.
-    const held = await Promise.all(extra.slice(0, 3).map((j) => j.connection!.client.request({ method: "GET", path: `${base()}/os/blobs/sha256-big` })));
+    const held = await Promise.all(
+      extra
+        .slice(0, 3)
+        .map((j) => j.connection!.client.request({ method: "GET", path: `${base()}/os/blobs/sha256-big` })),
+    );
     expect(held.map((h) => h.statusCode)).toEqual([200, 200, 200]);
     const busy = await extra[3]!.call("getServedReleaseFile", "GET", `${base()}/sysext/stratum.raw`);
     expect(busy.status).toBe(503);
@@ -145,17 +174,39 @@ describe("a joiner on an older release", () => {
         destDir: dest,
         trustedKeys: [keys.publicKeyPem],
       });
-      expect(result.files.map((f) => f.path).sort()).toEqual(["os/blobs/sha256-big", "os/blobs/sha256-small", "sysext/stratum.raw"]);
+      expect(result.files.map((f) => f.path).sort()).toEqual([
+        "os/blobs/sha256-big",
+        "os/blobs/sha256-small",
+        "sysext/stratum.raw",
+      ]);
     } finally {
       rmSync(dest, { recursive: true, force: true });
     }
   });
 
   it("records upgrade failures without leaving needs-upgrade, and becomes pending on the cluster's release", async () => {
-    const failed = await joiner.progress(joinId, { steps: [{ name: "upgrade/download", title: "Downloading the cluster's release", status: "failed", message: "disk full" }], log: ["download failed"] });
-    expect(failed.json).toMatchObject({ state: "needs-upgrade", failedStep: "upgrade/download", failedError: "disk full" });
+    const failed = await joiner.progress(joinId, {
+      steps: [
+        {
+          name: "upgrade/download",
+          title: "Downloading the cluster's release",
+          status: "failed",
+          message: "disk full",
+        },
+      ],
+      log: ["download failed"],
+    });
+    expect(failed.json).toMatchObject({
+      state: "needs-upgrade",
+      failedStep: "upgrade/download",
+      failedError: "disk full",
+    });
     const view = await admin(t.server, "GET", `/v1/admin/cluster/joins/${joinId}`, { operationId: "getNodeJoin" });
-    expect(view.body).toMatchObject({ state: "needs-upgrade", failedStepTitle: "Downloading the cluster's release", upgrade: { to: "0.6.0" } });
+    expect(view.body).toMatchObject({
+      state: "needs-upgrade",
+      failedStepTitle: "Downloading the cluster's release",
+      upgrade: { to: "0.6.0" },
+    });
     const upgraded = await TestJoiner.with(t.server, joiner.identity).register(code, { release: "0.6.0" });
     expect(upgraded.response.status).toBe(200);
     expect(upgraded.response.json).toMatchObject({ joinId, state: "pending" });
@@ -181,10 +232,16 @@ describe("RELEASE_MISMATCH", () => {
       for (const [release, selfUpgrade, reason] of cases) {
         const answer = await joiner.prove(code, "code-checks", { release, selfUpgrade });
         expect(answer.response.status, release).toBe(409);
-        expect(answer.response.json).toMatchObject({ code: "RELEASE_MISMATCH", details: { clusterRelease: "0.6.0", isoPath: "/releases/stratum-0.6.0.iso", reason } });
+        expect(answer.response.json).toMatchObject({
+          code: "RELEASE_MISMATCH",
+          details: { clusterRelease: "0.6.0", isoPath: "/releases/stratum-0.6.0.iso", reason },
+        });
       }
       const registered = await joiner.register(code, { release: "0.4.0", selfUpgrade: true });
-      expect(registered.response.json).toMatchObject({ code: "RELEASE_MISMATCH", details: { reason: "not-available" } });
+      expect(registered.response.json).toMatchObject({
+        code: "RELEASE_MISMATCH",
+        details: { reason: "not-available" },
+      });
       expect((await admin(t.server, "GET", "/v1/admin/cluster/joins")).body.items).toEqual([]);
       await joiner.close();
     } finally {
@@ -193,12 +250,18 @@ describe("RELEASE_MISMATCH", () => {
   });
 
   it("sends a joiner to the mirror when one is named", async () => {
-    const t = await startTestServer({ releaseMirror: "https://mirror.example/releases/stratum/", releaseDir: releaseRoot });
+    const t = await startTestServer({
+      releaseMirror: "https://mirror.example/releases/stratum/",
+      releaseDir: releaseRoot,
+    });
     try {
       const { code } = await mint(t.server);
       const joiner = await TestJoiner.create(t.server);
       const answer = await joiner.register(code, { release: "0.4.0", selfUpgrade: true });
-      expect(answer.response.json).toMatchObject({ state: "needs-upgrade", upgrade: { from: "0.4.0", to: "0.6.0", source: "https://mirror.example/releases/stratum/0.6.0/" } });
+      expect(answer.response.json).toMatchObject({
+        state: "needs-upgrade",
+        upgrade: { from: "0.4.0", to: "0.6.0", source: "https://mirror.example/releases/stratum/0.6.0/" },
+      });
       expect((answer.response.json as any).upgrade.served).toBeUndefined();
       await joiner.close();
     } finally {

@@ -11,7 +11,8 @@ afterEach(async () => {
   t = undefined;
 });
 
-const joinView = async (id: string): Promise<any> => (await admin(t!.server, "GET", `/v1/admin/cluster/joins/${id}`, { operationId: "getNodeJoin" })).body;
+const joinView = async (id: string): Promise<any> =>
+  (await admin(t!.server, "GET", `/v1/admin/cluster/joins/${id}`, { operationId: "getNodeJoin" })).body;
 
 function portRefuses(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -28,7 +29,10 @@ describe("the join runner", () => {
   it("runs one join at a time, and only on a green cluster", async () => {
     t = await startTestServer();
     const a = insertJoinRow(t.server);
-    const b = insertJoinRow(t.server, { sourceAddr: "192.0.2.22", inventory: { nics: [{ name: "enp87s0", addresses: ["192.0.2.22/24"] }] } });
+    const b = insertJoinRow(t.server, {
+      sourceAddr: "192.0.2.22",
+      inventory: { nics: [{ name: "enp87s0", addresses: ["192.0.2.22/24"] }] },
+    });
     t.server.setUpgrade(true);
     await admin(t.server, "POST", `/v1/admin/cluster/joins/${a}/approve`, { operationId: "approveNodeJoin" });
     await t.server.tick();
@@ -40,7 +44,9 @@ describe("the join runner", () => {
     expect(await joinView(b)).toMatchObject({ state: "approved", waitReason: expect.stringContaining(a) });
     // The first one fails: the second runs.
     const first = t.server.store.getJoin(a)!;
-    t.server.cluster.progress(first, { steps: [{ name: "storage", title: "Preparing disks", status: "failed", message: "no disk" }] });
+    t.server.cluster.progress(first, {
+      steps: [{ name: "storage", title: "Preparing disks", status: "failed", message: "no disk" }],
+    });
     await eventually(async () => (await joinView(b)).state === "delivering");
     expect((await joinView(a)).state).toBe("failed");
   });
@@ -53,7 +59,9 @@ describe("the join runner", () => {
     expect((await joinView(id)).stalled).toBe(false);
     await new Promise((r) => setTimeout(r, 1600));
     expect((await joinView(id)).stalled).toBe(true);
-    t.server.cluster.progress(t.server.store.getJoin(id)!, { steps: [{ name: "storage", title: "Preparing disks", status: "running" }] });
+    t.server.cluster.progress(t.server.store.getJoin(id)!, {
+      steps: [{ name: "storage", title: "Preparing disks", status: "running" }],
+    });
     const after = await joinView(id);
     expect(after).toMatchObject({ state: "installing", stalled: false, currentStep: "storage" });
   });
@@ -72,7 +80,9 @@ describe("the join runner", () => {
     t.server.store.tx(() => t!.server.store.patchJoin(id, { expiresAt: Date.now() + 100 }));
     await eventually(async () => (await joinView(id)).state === "expired", 4000);
     expect((await joinView(id)).expiresAt).toBeUndefined();
-    expect(t.server.store.auditEntries().some((e) => e.action === "cluster.join.expired" && e.target === id)).toBe(true);
+    expect(t.server.store.auditEntries().some((e) => e.action === "cluster.join.expired" && e.target === id)).toBe(
+      true,
+    );
     // Nothing is live and nothing is open: the listener closes, and refuses connections.
     await eventually(() => !t!.server.joinListenerOpen);
     expect(await portRefuses(t.server.joinPort)).toBe(true);
@@ -109,7 +119,10 @@ describe("persistence", () => {
     const id = ((await joiner.register(minted.code)).response.json as any).joinId;
     await admin(t.server, "POST", `/v1/admin/cluster/joins/${id}/approve`, { operationId: "approveNodeJoin" });
     await eventually(async () => ((await joiner.view(id)).json as any).state === "delivering");
-    await joiner.progress(id, { steps: [{ name: "storage", title: "Preparing disks", status: "running" }], log: ["line 1", "line 2"] });
+    await joiner.progress(id, {
+      steps: [{ name: "storage", title: "Preparing disks", status: "running" }],
+      log: ["line 1", "line 2"],
+    });
     const other = insertJoinRow(t.server);
     await admin(t.server, "POST", `/v1/admin/cluster/joins/${other}/reject`, { body: { reason: "dup" } });
     await joiner.close();
@@ -135,7 +148,10 @@ describe("persistence", () => {
       ca: t.server.caFingerprint,
       delivery: t.server.store.getJoin(id)!.delivery,
     };
-    const stripStalled = (x: any) => JSON.parse(JSON.stringify(x, (k, v) => (k === "stalled" || k === "lastSeenAt" || k === "waitReason" ? undefined : v)));
+    const stripStalled = (x: any) =>
+      JSON.parse(
+        JSON.stringify(x, (k, v) => (k === "stalled" || k === "lastSeenAt" || k === "waitReason" ? undefined : v)),
+      );
     expect(stripStalled(after)).toEqual(stripStalled(before));
     expect(after.one.logTail).toEqual(["line 1", "line 2"]);
     expect(t.server.adminTokenCreated).toBe(false);
@@ -171,7 +187,10 @@ describe("persistence", () => {
     // Nothing of the delivery happened: no member row, no new generation, still approved.
     expect(t.server.store.getJoin(id)!.state).toBe("approved");
     expect(t.server.store.getJoin(id)!.delivery).toBeNull();
-    expect((await admin(t.server, "GET", "/v1/admin/cluster/members")).body).toMatchObject({ membershipGeneration: 1, items: [{ name: "node-1" }] });
+    expect((await admin(t.server, "GET", "/v1/admin/cluster/members")).body).toMatchObject({
+      membershipGeneration: 1,
+      items: [{ name: "node-1" }],
+    });
     expect(t.server.store.auditEntries().some((e) => e.action === "cluster.join.delivering")).toBe(false);
     expect(t.logs.some((l) => l.includes("runner error simulated crash"))).toBe(true);
     // The next pass delivers it.

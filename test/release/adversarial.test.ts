@@ -15,9 +15,15 @@ import {
   type ReleaseDownloadFailure,
   type ReleaseVerificationRule,
 } from "../../src/release/index.js";
-import { StratumApiError } from "../../src/errors/index.js";
+import { type StratumApiError } from "../../src/errors/index.js";
 import { MANIFEST_CASES, caseKeys, type CaseKeys } from "./helpers/manifest-cases.js";
-import { startMirror, type Mirror, type MirrorFault, type MirrorLogEntry, type MirrorRequest } from "./helpers/mirror.js";
+import {
+  startMirror,
+  type Mirror,
+  type MirrorFault,
+  type MirrorLogEntry,
+  type MirrorRequest,
+} from "./helpers/mirror.js";
 import { startMirroredRelease, type MirroredRelease } from "./helpers/mirrored-release.js";
 import type { TestPki } from "./helpers/pki.js";
 import { makeRelease, removeDir, tempDir, writeEnvelope, type Fixture } from "./helpers/release.js";
@@ -68,7 +74,11 @@ const CASES: Record<string, Case[]> = {
       check: (log) => expect(log[0]!.bytesSent).toBeLessThan(SIZE + 64 * 1024 * 1024),
     },
     { name: "one byte extra (chunked)", faults: () => ({ kind: "extra", bytes: 1 }), expect: { rule: "size" } },
-    { name: "one byte extra, declared in Content-Length", faults: () => ({ kind: "content-length", value: SIZE + 1 }), expect: { reason: "bad-response" } },
+    {
+      name: "one byte extra, declared in Content-Length",
+      faults: () => ({ kind: "content-length", value: SIZE + 1 }),
+      expect: { reason: "bad-response" },
+    },
     {
       name: "truncated once, then resumed from where it stopped",
       faults: (r) => (r.nth === 0 ? { kind: "truncate", at: 200_000 } : undefined),
@@ -80,12 +90,23 @@ const CASES: Record<string, Case[]> = {
       faults: () => ({ kind: "truncate", at: SIZE - 10 }),
       options: { retry: { attempts: 3 } },
       expect: { reason: "exhausted" },
-      check: async (_log, _error, dir) => expect((await readFile(join(dir, `${TARGET}.partial`))).length).toBe(SIZE - 10),
+      check: async (_log, _error, dir) =>
+        expect((await readFile(join(dir, `${TARGET}.partial`))).length).toBe(SIZE - 10),
     },
-    { name: "the right size with the wrong hash", faults: () => ({ kind: "replace", body: junk }), expect: { rule: "hash" } },
+    {
+      name: "the right size with the wrong hash",
+      faults: () => ({ kind: "replace", body: junk }),
+      expect: { rule: "hash" },
+    },
     {
       name: "a wrong prefix spliced to a right tail: one restart from zero, then right",
-      faults: (r) => (r.nth === 0 ? [{ kind: "replace", body: junk }, { kind: "reset", after: HALF }] : undefined),
+      faults: (r) =>
+        r.nth === 0
+          ? [
+              { kind: "replace", body: junk },
+              { kind: "reset", after: HALF },
+            ]
+          : undefined,
       expect: { ok: true },
       check: (log) => expect(log.map((e) => e.range)).toEqual([undefined, `bytes=${HALF}-`, undefined]),
     },
@@ -95,17 +116,51 @@ const CASES: Record<string, Case[]> = {
       name: "Range ignored: 200 on resume restarts from zero",
       faults: resetFirst(() => ({ kind: "ignore-range" })),
       expect: { ok: true },
-      check: (log) => expect(log.map((e) => [e.range, e.status])).toEqual([[undefined, 200], [`bytes=${HALF}-`, 200]]),
+      check: (log) =>
+        expect(log.map((e) => [e.range, e.status])).toEqual([
+          [undefined, 200],
+          [`bytes=${HALF}-`, 200],
+        ]),
     },
-    { name: "a Content-Range shifted forwards", faults: resetFirst(() => ({ kind: "shift-range", by: 1 })), expect: { reason: "bad-response" } },
-    { name: "a Content-Range shifted backwards", faults: resetFirst(() => ({ kind: "shift-range", by: -1 })), expect: { reason: "bad-response" } },
-    { name: "a truthful 206 for another range than the one asked", faults: resetFirst(() => ({ kind: "range-from", by: -1000 })), expect: { reason: "bad-response" } },
-    { name: "a Content-Range with another total", faults: resetFirst(() => ({ kind: "range-total", total: SIZE + 1 })), expect: { reason: "bad-response" } },
-    { name: "a Content-Length mismatch on a 200", faults: () => ({ kind: "content-length", value: SIZE - 1 }), expect: { reason: "bad-response" } },
-    { name: "a Content-Length mismatch on a 206", faults: resetFirst(() => ({ kind: "content-length", value: 5 })), expect: { reason: "bad-response" } },
+    {
+      name: "a Content-Range shifted forwards",
+      faults: resetFirst(() => ({ kind: "shift-range", by: 1 })),
+      expect: { reason: "bad-response" },
+    },
+    {
+      name: "a Content-Range shifted backwards",
+      faults: resetFirst(() => ({ kind: "shift-range", by: -1 })),
+      expect: { reason: "bad-response" },
+    },
+    {
+      name: "a truthful 206 for another range than the one asked",
+      faults: resetFirst(() => ({ kind: "range-from", by: -1000 })),
+      expect: { reason: "bad-response" },
+    },
+    {
+      name: "a Content-Range with another total",
+      faults: resetFirst(() => ({ kind: "range-total", total: SIZE + 1 })),
+      expect: { reason: "bad-response" },
+    },
+    {
+      name: "a Content-Length mismatch on a 200",
+      faults: () => ({ kind: "content-length", value: SIZE - 1 }),
+      expect: { reason: "bad-response" },
+    },
+    {
+      name: "a Content-Length mismatch on a 206",
+      faults: resetFirst(() => ({ kind: "content-length", value: 5 })),
+      expect: { reason: "bad-response" },
+    },
     {
       name: "the ETag changes mid-download: If-Range brings the whole file",
-      faults: (r) => (r.nth === 0 ? [{ kind: "etag", value: '"v1"' }, { kind: "reset", after: HALF }] : { kind: "etag", value: '"v2"' }),
+      faults: (r) =>
+        r.nth === 0
+          ? [
+              { kind: "etag", value: '"v1"' },
+              { kind: "reset", after: HALF },
+            ]
+          : { kind: "etag", value: '"v2"' },
       expect: { ok: true },
       check: (log) => {
         expect(log[1]).toMatchObject({ range: `bytes=${HALF}-`, ifRange: '"v1"', status: 200 });
@@ -114,13 +169,32 @@ const CASES: Record<string, Case[]> = {
     {
       name: "the ETag changes and the source ignores If-Range: restart from zero",
       faults: (r) =>
-        r.nth === 0 ? [{ kind: "etag", value: '"v1"' }, { kind: "reset", after: HALF }] : [{ kind: "etag", value: '"v2"' }, { kind: "ignore-if-range" }],
+        r.nth === 0
+          ? [
+              { kind: "etag", value: '"v1"' },
+              { kind: "reset", after: HALF },
+            ]
+          : [{ kind: "etag", value: '"v2"' }, { kind: "ignore-if-range" }],
       expect: { ok: true },
-      check: (log) => expect(log.map((e) => [e.range, e.status])).toEqual([[undefined, 200], [`bytes=${HALF}-`, 206], [undefined, 200]]),
+      check: (log) =>
+        expect(log.map((e) => [e.range, e.status])).toEqual([
+          [undefined, 200],
+          [`bytes=${HALF}-`, 206],
+          [undefined, 200],
+        ]),
     },
     {
       name: "the file changes on the mirror mid-download to other content",
-      faults: (r) => (r.nth === 0 ? [{ kind: "etag", value: '"v1"' }, { kind: "reset", after: HALF }] : [{ kind: "etag", value: '"v2"' }, { kind: "replace", body: junk }]),
+      faults: (r) =>
+        r.nth === 0
+          ? [
+              { kind: "etag", value: '"v1"' },
+              { kind: "reset", after: HALF },
+            ]
+          : [
+              { kind: "etag", value: '"v2"' },
+              { kind: "replace", body: junk },
+            ],
       expect: { rule: "hash" },
     },
     {
@@ -137,16 +211,29 @@ const CASES: Record<string, Case[]> = {
       name: "416 for a range inside a file of the right size: restart from zero",
       faults: (r) => (r.nth === 0 ? { kind: "reset", after: HALF } : r.nth === 1 ? { kind: "416" } : undefined),
       expect: { ok: true },
-      check: (log) => expect(log.map((e) => [e.range, e.status])).toEqual([[undefined, 200], [`bytes=${HALF}-`, 416], [undefined, 200]]),
+      check: (log) =>
+        expect(log.map((e) => [e.range, e.status])).toEqual([
+          [undefined, 200],
+          [`bytes=${HALF}-`, 416],
+          [undefined, 200],
+        ]),
     },
-    { name: "416 naming another size", faults: resetFirst(() => ({ kind: "416", total: 1000 })), expect: { reason: "bad-response" } },
+    {
+      name: "416 naming another size",
+      faults: resetFirst(() => ({ kind: "416", total: 1000 })),
+      expect: { reason: "bad-response" },
+    },
     {
       name: "gzip encoding despite Accept-Encoding: identity",
       faults: () => ({ kind: "gzip" }),
       expect: { reason: "bad-response" },
       check: (log) => expect(log[0]!.acceptEncoding).toBe("identity"),
     },
-    { name: "gzip encoding, chunked (no length to give it away)", faults: () => ({ kind: "gzip", chunked: true }), expect: { reason: "bad-response" } },
+    {
+      name: "gzip encoding, chunked (no length to give it away)",
+      faults: () => ({ kind: "gzip", chunked: true }),
+      expect: { reason: "bad-response" },
+    },
     {
       name: "a 503 storm that passes",
       faults: (r) => (r.nth < 6 ? { kind: "status", status: 503, retryAfter: "0" } : undefined),
@@ -164,10 +251,26 @@ const CASES: Record<string, Case[]> = {
         expect(((error as ReleaseDownloadError).cause as StratumApiError).code).toBe("RELEASE_BUSY");
       },
     },
-    { name: "429 then fine", faults: (r) => (r.nth < 2 ? { kind: "status", status: 429, retryAfter: "0" } : undefined), expect: { ok: true } },
-    { name: "500 and 502 then fine", faults: (r) => (r.nth < 2 ? { kind: "status", status: 500 + 2 * r.nth } : undefined), expect: { ok: true } },
-    { name: "the connection reset before any byte", faults: (r) => (r.nth < 3 ? { kind: "reset", after: 0 } : undefined), expect: { ok: true } },
-    { name: "a slow trickle", faults: () => ({ kind: "trickle", chunk: 16 * 1024, intervalMs: 1 }), expect: { ok: true } },
+    {
+      name: "429 then fine",
+      faults: (r) => (r.nth < 2 ? { kind: "status", status: 429, retryAfter: "0" } : undefined),
+      expect: { ok: true },
+    },
+    {
+      name: "500 and 502 then fine",
+      faults: (r) => (r.nth < 2 ? { kind: "status", status: 500 + 2 * r.nth } : undefined),
+      expect: { ok: true },
+    },
+    {
+      name: "the connection reset before any byte",
+      faults: (r) => (r.nth < 3 ? { kind: "reset", after: 0 } : undefined),
+      expect: { ok: true },
+    },
+    {
+      name: "a slow trickle",
+      faults: () => ({ kind: "trickle", chunk: 16 * 1024, intervalMs: 1 }),
+      expect: { ok: true },
+    },
   ],
   staging: [
     {
@@ -235,7 +338,11 @@ describe.each(Object.entries(CASES))("adversarial: %s", (_group, cases) => {
     if ("ok" in c.expect) {
       if (outcome instanceof Error) throw outcome;
       expect((await readFile(join(dir, TARGET))).equals(fx.contents.get(TARGET)!)).toBe(true);
-      await verifyReleaseDirectory(dir, { trustedKeys: [fx.keys[0]!.publicKeyPem], expectRelease: fx.release, allowExtraFiles: true });
+      await verifyReleaseDirectory(dir, {
+        trustedKeys: [fx.keys[0]!.publicKeyPem],
+        expectRelease: fx.release,
+        allowExtraFiles: true,
+      });
     } else {
       if ("rule" in c.expect) {
         expect(outcome).toBeInstanceOf(ReleaseVerificationError);
@@ -276,12 +383,19 @@ describe("adversarial: connection resets at random offsets", () => {
       for (let run = 0; run < 50; run++) {
         const breaks = 1 + Math.floor(random() * 4);
         const offsets = Array.from({ length: breaks }, () => Math.floor(random() * size));
-        resets.setFaults((r) => (r.path === "os/blobs/r" && r.nth < breaks ? { kind: "reset", after: offsets[r.nth]! } : undefined));
+        resets.setFaults((r) =>
+          r.path === "os/blobs/r" && r.nth < breaks ? { kind: "reset", after: offsets[r.nth]! } : undefined,
+        );
         const dir = await dest();
         const result = await download(small, resets, dir).catch((error: unknown) => {
-          throw new Error(`run ${run} (seed ${initial}, resets at ${offsets.join(",")}) failed: ${String(error)}`, { cause: error });
+          throw new Error(`run ${run} (seed ${initial}, resets at ${offsets.join(",")}) failed: ${String(error)}`, {
+            cause: error,
+          });
         });
-        expect((await readFile(join(dir, "os/blobs/r"))).equals(small.contents.get("os/blobs/r")!), `run ${run} seed ${initial}`).toBe(true);
+        expect(
+          (await readFile(join(dir, "os/blobs/r"))).equals(small.contents.get("os/blobs/r")!),
+          `run ${run} seed ${initial}`,
+        ).toBe(true);
         // resumed, not restarted: never more than the file plus what the resets cut off in flight
         expect(result.files[0]!.bytesFetched).toBeLessThanOrEqual(size);
         await removeDir(dir);
@@ -311,7 +425,13 @@ describe("adversarial: hostile manifests served by the mirror", () => {
   it.each(MANIFEST_CASES.map((c) => [c.name, c] as const))("%s", async (_name, c) => {
     await writeEnvelope(root, c.envelope(keys));
     const dir = await dest();
-    const fake: Fixture = { dir: root, release: "0.6.0", keys: [keys.a], manifest: undefined as never, contents: new Map() };
+    const fake: Fixture = {
+      dir: root,
+      release: "0.6.0",
+      keys: [keys.a],
+      manifest: undefined as never,
+      contents: new Map(),
+    };
     const error = await failure(
       download(fake, served, dir, {
         trustedKeys: c.trusted ? c.trusted(keys) : [keys.a.publicKeyPem, keys.b.publicKeyPem],
@@ -328,7 +448,13 @@ describe("adversarial: hostile manifests served by the mirror", () => {
   it("cuts off an endless manifest at the envelope cap", async () => {
     served.setFaults((r) => (r.path === "payload/manifest.json" ? { kind: "endless" } : undefined));
     try {
-      const fake: Fixture = { dir: root, release: "0.6.0", keys: [keys.a], manifest: undefined as never, contents: new Map() };
+      const fake: Fixture = {
+        dir: root,
+        release: "0.6.0",
+        keys: [keys.a],
+        manifest: undefined as never,
+        contents: new Map(),
+      };
       const error = await failure(download(fake, served, await dest(), { limits: { maxEnvelopeBytes: 64 * 1024 } }));
       expect(error).toMatchObject({ rule: "envelope-size" });
     } finally {

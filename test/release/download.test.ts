@@ -103,8 +103,14 @@ describe("downloadRelease from a mirror", () => {
     expect(mirror.log.some((r) => r.path === "sysext/empty.conf")).toBe(false);
     const last = events.at(-1)!;
     expect(last).toMatchObject({ bytesDone: total, bytesTotal: total, filesDone: 5, filesTotal: 5 });
-    expect(events.filter((e) => e.file.state === "verified").map((e) => e.file.path).sort()).toEqual(Object.keys(FILES).sort());
-    for (let i = 1; i < events.length; i++) expect(events[i]!.bytesFetched).toBeGreaterThanOrEqual(events[i - 1]!.bytesFetched);
+    expect(
+      events
+        .filter((e) => e.file.state === "verified")
+        .map((e) => e.file.path)
+        .sort(),
+    ).toEqual(Object.keys(FILES).sort());
+    for (let i = 1; i < events.length; i++)
+      expect(events[i]!.bytesFetched).toBeGreaterThanOrEqual(events[i - 1]!.bytesFetched);
   });
 
   it("keeps at most `concurrency` files in flight, through any ReleaseSource", async () => {
@@ -144,7 +150,12 @@ describe("downloadRelease from a mirror", () => {
       describe: () => "web streams",
       async fetch(path, request) {
         const response = await inner.fetch(path, request);
-        return { ...response, body: Readable.toWeb(Readable.from(response.body as AsyncIterable<Uint8Array>)) as unknown as ReadableStream<Uint8Array> };
+        return {
+          ...response,
+          body: Readable.toWeb(
+            Readable.from(response.body as AsyncIterable<Uint8Array>),
+          ) as unknown as ReadableStream<Uint8Array>,
+        };
       },
     };
     const dir = await dest();
@@ -170,7 +181,9 @@ describe("downloadRelease from a mirror", () => {
     const dir = await dest();
     const controller = new AbortController();
     const reason = new Error("stop now");
-    mirror.setFaults((r) => (r.path === "sysext/kubernetes.raw" ? { kind: "trickle", chunk: 64 * 1024, intervalMs: 10 } : undefined));
+    mirror.setFaults((r) =>
+      r.path === "sysext/kubernetes.raw" ? { kind: "trickle", chunk: 64 * 1024, intervalMs: 10 } : undefined,
+    );
     const error = await failure(
       download(fx, mirror, dir, {
         concurrency: 1,
@@ -200,11 +213,15 @@ describe("downloadRelease from a mirror", () => {
   it("rejects at once when the signal is already aborted", async () => {
     const controller = new AbortController();
     controller.abort();
-    await expect(download(fx, mirror, await dest(), { signal: controller.signal })).rejects.toMatchObject({ name: "AbortError" });
+    await expect(download(fx, mirror, await dest(), { signal: controller.signal })).rejects.toMatchObject({
+      name: "AbortError",
+    });
   });
 
   it("honours Retry-After on 503 RELEASE_BUSY", async () => {
-    mirror.setFaults((r) => (r.path === "os/blobs/sha256-2" && r.nth === 0 ? { kind: "status", status: 503, retryAfter: "1" } : undefined));
+    mirror.setFaults((r) =>
+      r.path === "os/blobs/sha256-2" && r.nth === 0 ? { kind: "status", status: 503, retryAfter: "1" } : undefined,
+    );
     const started = Date.now();
     const dir = await dest();
     await download(fx, mirror, dir, { concurrency: 5 });
@@ -214,7 +231,9 @@ describe("downloadRelease from a mirror", () => {
   });
 
   it("refuses a 404 without retrying, with the status and the problem", async () => {
-    mirror.setFaults((r) => (r.path === "os/blobs/sha256-1" ? { kind: "status", status: 409, code: "UPGRADE_IN_PROGRESS" } : undefined));
+    mirror.setFaults((r) =>
+      r.path === "os/blobs/sha256-1" ? { kind: "status", status: 409, code: "UPGRADE_IN_PROGRESS" } : undefined,
+    );
     mirror.log.length = 0;
     const error = await failure(download(fx, mirror, await dest()));
     mirror.setFaults(undefined);
@@ -228,7 +247,13 @@ describe("downloadRelease from a mirror", () => {
   it("does not trust a mirror whose certificate does not chain to the CA given", async () => {
     const other = await makeTestPki();
     const error = await failure(
-      downloadRelease({ upgrade: { to: fx.release, source: mirror.url }, mirror: { ca: other.caPem }, destDir: await dest(), trustedKeys: [fx.keys[0]!.publicKeyPem], retry: { baseMs: 1 } }),
+      downloadRelease({
+        upgrade: { to: fx.release, source: mirror.url },
+        mirror: { ca: other.caPem },
+        destDir: await dest(),
+        trustedKeys: [fx.keys[0]!.publicKeyPem],
+        retry: { baseMs: 1 },
+      }),
     );
     expect(error).toMatchObject({ reason: "tls", code: "RELEASE_DOWNLOAD_FAILED" });
   });
@@ -255,15 +280,31 @@ describe("downloadRelease from a mirror", () => {
 
   it("refuses impossible options before any request", async () => {
     const base = { destDir: await dest(), trustedKeys: [fx.keys[0]!.publicKeyPem] };
-    await expect(downloadRelease({ ...base, upgrade: { to: "0.6.0", served: true } })).rejects.toBeInstanceOf(ReleaseArgumentError);
-    await expect(downloadRelease({ ...base, upgrade: { to: "0.6.0", source: "http://mirror.example/r" } })).rejects.toBeInstanceOf(ReleaseArgumentError);
-    await expect(downloadRelease({ ...base, upgrade: { to: "0.6.0", source: mirror.url }, concurrency: 0 })).rejects.toBeInstanceOf(ReleaseArgumentError);
-    mirror.log.length = 0;
-    await expect(downloadRelease({ ...base, trustedKeys: [], upgrade: { to: "0.6.0", source: mirror.url }, mirror: { ca: mirror.caPem } })).rejects.toBeInstanceOf(
+    await expect(downloadRelease({ ...base, upgrade: { to: "0.6.0", served: true } })).rejects.toBeInstanceOf(
       ReleaseArgumentError,
     );
     await expect(
-      downloadRelease({ ...base, threshold: 2, upgrade: { to: "0.6.0", source: mirror.url }, mirror: { ca: mirror.caPem } }),
+      downloadRelease({ ...base, upgrade: { to: "0.6.0", source: "http://mirror.example/r" } }),
+    ).rejects.toBeInstanceOf(ReleaseArgumentError);
+    await expect(
+      downloadRelease({ ...base, upgrade: { to: "0.6.0", source: mirror.url }, concurrency: 0 }),
+    ).rejects.toBeInstanceOf(ReleaseArgumentError);
+    mirror.log.length = 0;
+    await expect(
+      downloadRelease({
+        ...base,
+        trustedKeys: [],
+        upgrade: { to: "0.6.0", source: mirror.url },
+        mirror: { ca: mirror.caPem },
+      }),
+    ).rejects.toBeInstanceOf(ReleaseArgumentError);
+    await expect(
+      downloadRelease({
+        ...base,
+        threshold: 2,
+        upgrade: { to: "0.6.0", source: mirror.url },
+        mirror: { ca: mirror.caPem },
+      }),
     ).rejects.toBeInstanceOf(ReleaseArgumentError);
     expect(mirror.log).toHaveLength(0);
   });

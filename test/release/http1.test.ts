@@ -7,7 +7,14 @@ import { createHash, randomBytes } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import * as tls from "node:tls";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { http1Get, Http1Error, isDirectBody, type BodySink, type Http1Connector, type Http1GetOptions } from "../../src/release/http1.js";
+import {
+  http1Get,
+  Http1Error,
+  isDirectBody,
+  type BodySink,
+  type Http1Connector,
+  type Http1GetOptions,
+} from "../../src/release/http1.js";
 import { tlsConnector } from "../../src/release/sources.js";
 import { makeTestPki, type TestPki } from "./helpers/pki.js";
 
@@ -183,7 +190,8 @@ async function expectHttp1Error(promise: Promise<unknown>, code: Http1Error["cod
   return error as Http1Error;
 }
 
-const head = (status: string, headers: string[] = []): string => `HTTP/1.1 ${status}\r\n${headers.map((h) => `${h}\r\n`).join("")}\r\n`;
+const head = (status: string, headers: string[] = []): string =>
+  `HTTP/1.1 ${status}\r\n${headers.map((h) => `${h}\r\n`).join("")}\r\n`;
 
 // -- the tests ---------------------------------------------------------------------------------
 
@@ -370,7 +378,10 @@ describe("http1Get: chunked bodies", () => {
     const finished = new Promise<void>((resolve) => (finish = resolve));
     handler = async (conn) => {
       await conn.request;
-      await put(conn, `${head("200 OK", ["Transfer-Encoding: chunked"])}2\r\nhi\r\n0\r\nX-Trailer: t\r\nX-Other: u\r\n`);
+      await put(
+        conn,
+        `${head("200 OK", ["Transfer-Encoding: chunked"])}2\r\nhi\r\n0\r\nX-Trailer: t\r\nX-Other: u\r\n`,
+      );
       await finished;
       await put(conn, "\r\n");
     };
@@ -388,7 +399,11 @@ describe("http1Get: chunked bodies", () => {
 
   it("parses chunk framing split across records byte by byte", async () => {
     const raw =
-      head("200 OK", ["Transfer-Encoding: chunked"]) + `4;x=y\r\nWiki\r\n` + `6\r\npedia \r\n` + `E\r\nin \r\n\r\nchunks.\r\n` + `0\r\nTrailer: z\r\n\r\n`;
+      head("200 OK", ["Transfer-Encoding: chunked"]) +
+      `4;x=y\r\nWiki\r\n` +
+      `6\r\npedia \r\n` +
+      `E\r\nin \r\n\r\nchunks.\r\n` +
+      `0\r\nTrailer: z\r\n\r\n`;
     handler = async (conn) => {
       await conn.request;
       await putSlowly(conn, raw, 1);
@@ -702,7 +717,9 @@ describe("http1Get: abort", () => {
   it("aborted before the call: rejects with the reason as is, no connection made", async () => {
     const reason = new Error("stop before");
     const connect = makeConnector();
-    await expect(http1Get({ connect, authority: "x", path: "/", signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
+    await expect(http1Get({ connect, authority: "x", path: "/", signal: AbortSignal.abort(reason) })).rejects.toBe(
+      reason,
+    );
     expect(connect.calls).toBe(0);
     await sleep(30);
     expect(conns.length).toBe(0);
@@ -783,15 +800,18 @@ describe("http1Get: the request", () => {
     ["a CR LF in the path", {}, { path: "/a\r\nInjected: yes" }],
     ["a relative path", {}, { path: "a/b" }],
     ["a space in the authority", {}, { authority: "host name" }],
-  ])("refuses %s before any connection: the promise rejects with a TypeError", async (_, headers, extra: Partial<Http1GetOptions> = {}) => {
-    handler = () => {};
-    const error = await within(get({ headers, ...extra }), 2000, "rejection").then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect(error).toBeInstanceOf(TypeError);
-    expect(conns).toHaveLength(0);
-  });
+  ])(
+    "refuses %s before any connection: the promise rejects with a TypeError",
+    async (_, headers, extra: Partial<Http1GetOptions> = {}) => {
+      handler = () => {};
+      const error = await within(get({ headers, ...extra }), 2000, "rejection").then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(TypeError);
+      expect(conns).toHaveLength(0);
+    },
+  );
 });
 
 describe("http1Get: async iteration and destroy", () => {
@@ -870,7 +890,7 @@ describe("http1Get: async iteration and destroy", () => {
 
 describe("http1Get: statuses without a body", () => {
   it.each([204, 304])("%i has no body even with a Content-Length", async (status) => {
-    handler = respond(`${head(`${status} Whatever`, ["Content-Length: 10", "ETag: \"e\""])}0123456789`, "open");
+    handler = respond(`${head(`${status} Whatever`, ["Content-Length: 10", 'ETag: "e"'])}0123456789`, "open");
     const response = await get();
     expect(response.status).toBe(status);
     expect(response.headers["content-length"]).toBe("10");

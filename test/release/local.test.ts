@@ -39,12 +39,25 @@ describe("killed mid-download", () => {
     mirror.setFaults((r) => (r.path === BIG ? { kind: "trickle", chunk: 64 * 1024, intervalMs: 8 } : undefined));
     const child = spawn(
       process.execPath,
-      ["--import", "tsx", join(here, "helpers/download-child.ts"), JSON.stringify({ url: mirror.url, ca: mirror.caPem, destDir: dir, release: fx.release, key: fx.keys[0]!.publicKeyPem })],
+      [
+        "--import",
+        "tsx",
+        join(here, "helpers/download-child.ts"),
+        JSON.stringify({
+          url: mirror.url,
+          ca: mirror.caPem,
+          destDir: dir,
+          release: fx.release,
+          key: fx.keys[0]!.publicKeyPem,
+        }),
+      ],
       { cwd: root, stdio: ["ignore", "pipe", "pipe"] },
     );
     let stderr = "";
     child.stderr.on("data", (d) => (stderr += d));
-    const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => child.on("exit", (code, signal) => done({ code, signal })));
+    const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
+      child.on("exit", (code, signal) => done({ code, signal })),
+    );
     let buffered = "";
     child.stdout.on("data", (d: Buffer) => {
       buffered += d.toString();
@@ -119,7 +132,8 @@ describe("a full disk", () => {
       // not root (or no mount namespace): a write hook that fails as a full disk would
       mode = "hook";
       hooks.beforeWrite = (_path, position, length) => {
-        if (position + length > 1024 * 1024) throw Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC", errno: -28 });
+        if (position + length > 1024 * 1024)
+          throw Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC", errno: -28 });
       };
     }
     console.info(`full disk simulated with ${mode === "tmpfs" ? "a 1 MiB tmpfs" : "an ENOSPC write hook"}`);
@@ -139,7 +153,9 @@ describe("a full disk", () => {
     mirror.log.length = 0;
     const result = await download(fx, mirror, dir, { [RELEASE_TEST_HOOKS]: hooks } as never);
     expect((await readFile(join(dir, BIG))).equals(fx.contents.get(BIG)!)).toBe(true);
-    expect(mirror.log.filter((e) => e.path === BIG).map((e) => e.range)).toEqual([kept > 0 ? `bytes=${kept}-` : undefined]);
+    expect(mirror.log.filter((e) => e.path === BIG).map((e) => e.range)).toEqual([
+      kept > 0 ? `bytes=${kept}-` : undefined,
+    ]);
     expect(result.files.find((f) => f.path === BIG)!.bytesFetched).toBe(SIZE - kept);
   });
 });

@@ -48,17 +48,33 @@ describe("DSSE", () => {
 
 describe("signReleaseDirectory / verifyReleaseDirectory", () => {
   it("signs every file but the manifest, with each key, and the result verifies", async () => {
-    const fx = await makeRelease({ "os/blobs/sha256-aa": 1000, "sysext/kube.raw": 2000, "os/blobs/nested/x": 0 }, { signers: 2 });
+    const fx = await makeRelease(
+      { "os/blobs/sha256-aa": 1000, "sysext/kube.raw": 2000, "os/blobs/nested/x": 0 },
+      { signers: 2 },
+    );
     dirs.push(fx.dir);
-    expect(fx.manifest.files.map((f) => f.path)).toEqual(["os/blobs/nested/x", "os/blobs/sha256-aa", "sysext/kube.raw"]);
-    expect(fx.manifest.files[1]!.sha256).toBe(createHash("sha256").update(fx.contents.get("os/blobs/sha256-aa")!).digest("hex"));
+    expect(fx.manifest.files.map((f) => f.path)).toEqual([
+      "os/blobs/nested/x",
+      "os/blobs/sha256-aa",
+      "sysext/kube.raw",
+    ]);
+    expect(fx.manifest.files[1]!.sha256).toBe(
+      createHash("sha256").update(fx.contents.get("os/blobs/sha256-aa")!).digest("hex"),
+    );
     const bytes = await readFile(join(fx.dir, "payload/manifest.json"));
     const envelope = JSON.parse(bytes.toString());
     expect(envelope.payloadType).toBe(RELEASE_MANIFEST_PAYLOAD_TYPE);
     expect(envelope.signatures.map((s: { keyid: string }) => s.keyid)).toEqual(fx.keys.map((k) => k.keyid));
     // each signature is plain Ed25519 over the PAE
     const pae = preAuthEncoding(envelope.payloadType, Buffer.from(envelope.payload, "base64"));
-    expect(cryptoVerify(null, pae, createPublicKey(fx.keys[1]!.publicKeyPem), Buffer.from(envelope.signatures[1].sig, "base64"))).toBe(true);
+    expect(
+      cryptoVerify(
+        null,
+        pae,
+        createPublicKey(fx.keys[1]!.publicKeyPem),
+        Buffer.from(envelope.signatures[1].sig, "base64"),
+      ),
+    ).toBe(true);
 
     const trustedKeys = fx.keys.map((k) => k.publicKeyPem);
     const verified = await verifyReleaseDirectory(fx.dir, { trustedKeys, threshold: 2, expectRelease: "0.6.0" });
@@ -82,7 +98,10 @@ describe("signReleaseDirectory / verifyReleaseDirectory", () => {
     await expect(verifyReleaseDirectory(fx.dir, options)).rejects.toMatchObject({ rule: "path", path: "sysext/extra" });
     await expect(verifyReleaseDirectory(fx.dir, { ...options, allowExtraFiles: true })).resolves.toBeTruthy();
     await writeFile(join(fx.dir, "sysext/b"), "short");
-    await expect(verifyReleaseDirectory(fx.dir, { ...options, allowExtraFiles: true })).rejects.toMatchObject({ rule: "size", path: "sysext/b" });
+    await expect(verifyReleaseDirectory(fx.dir, { ...options, allowExtraFiles: true })).rejects.toMatchObject({
+      rule: "size",
+      path: "sysext/b",
+    });
   });
 
   it("refuses to sign a directory that would not verify", async () => {
@@ -91,7 +110,9 @@ describe("signReleaseDirectory / verifyReleaseDirectory", () => {
     dirs.push(outside);
     await mkdir(join(outside, "etc"), { recursive: true });
     await writeFile(join(outside, "etc/passwd"), "x");
-    await expect(signReleaseDirectory(outside, { release: "1", keys: [key.privateKeyPem] })).rejects.toMatchObject({ rule: "path" });
+    await expect(signReleaseDirectory(outside, { release: "1", keys: [key.privateKeyPem] })).rejects.toMatchObject({
+      rule: "path",
+    });
 
     const linked = await tempDir();
     dirs.push(linked);
@@ -110,10 +131,15 @@ describe("signReleaseDirectory / verifyReleaseDirectory", () => {
     const key = generateReleaseKeyPair();
     const manifest = { schema: 1 as const, release: "1", createdAt: new Date().toISOString(), files: [] };
     expect(() => signReleaseManifest(manifest, [key.privateKeyPem, key.privateKeyPem])).toThrow(ReleaseArgumentError);
-    expect(() => signReleaseManifest({ ...manifest, files: [{ path: "../x", size: 1, sha256: "0".repeat(64) }] }, [key.privateKeyPem])).toThrow(
-      ReleaseVerificationError,
-    );
+    expect(() =>
+      signReleaseManifest({ ...manifest, files: [{ path: "../x", size: 1, sha256: "0".repeat(64) }] }, [
+        key.privateKeyPem,
+      ]),
+    ).toThrow(ReleaseVerificationError);
     const envelope = signReleaseManifest(manifest, [key.privateKeyPem]);
-    expect(verifyReleaseManifest(JSON.stringify(envelope), { trustedKeys: [key.publicKeyPem], expectRelease: "1" }).manifest.files).toEqual([]);
+    expect(
+      verifyReleaseManifest(JSON.stringify(envelope), { trustedKeys: [key.publicKeyPem], expectRelease: "1" }).manifest
+        .files,
+    ).toEqual([]);
   });
 });

@@ -21,7 +21,11 @@ describe("verifyReleaseManifest: every rule, in order", () => {
     const envelope = c.envelope(keys);
     let caught: unknown;
     try {
-      verifyReleaseManifest(envelope, { trustedKeys: c.trusted?.(keys) ?? trustedOf(keys), threshold: c.threshold ?? 1, expectRelease: "0.6.0" });
+      verifyReleaseManifest(envelope, {
+        trustedKeys: c.trusted?.(keys) ?? trustedOf(keys),
+        threshold: c.threshold ?? 1,
+        expectRelease: "0.6.0",
+      });
     } catch (error) {
       caught = error;
     }
@@ -33,7 +37,11 @@ describe("verifyReleaseManifest: every rule, in order", () => {
   });
 
   it("accepts a valid manifest and names the signers", () => {
-    const result = verifyReleaseManifest(sign(payload(), [keys.a, keys.b]), { trustedKeys: trustedOf(keys), threshold: 2, expectRelease: "0.6.0" });
+    const result = verifyReleaseManifest(sign(payload(), [keys.a, keys.b]), {
+      trustedKeys: trustedOf(keys),
+      threshold: 2,
+      expectRelease: "0.6.0",
+    });
     expect(result.manifest.release).toBe("0.6.0");
     expect(result.signedBy.sort()).toEqual([keys.a.keyid, keys.b.keyid].sort());
   });
@@ -42,12 +50,19 @@ describe("verifyReleaseManifest: every rule, in order", () => {
     const env = JSON.parse(sign(payload(), [keys.a, keys.b]));
     env.signatures[0].keyid = keys.b.keyid;
     env.signatures[1].keyid = "";
-    const result = verifyReleaseManifest(JSON.stringify(env), { trustedKeys: trustedOf(keys), threshold: 2, expectRelease: "0.6.0" });
+    const result = verifyReleaseManifest(JSON.stringify(env), {
+      trustedKeys: trustedOf(keys),
+      threshold: 2,
+      expectRelease: "0.6.0",
+    });
     expect(result.signedBy).toHaveLength(2);
   });
 
   it("ignores untrusted signatures beside enough trusted ones", () => {
-    const result = verifyReleaseManifest(sign(payload(), [keys.stranger, keys.a]), { trustedKeys: trustedOf(keys), expectRelease: "0.6.0" });
+    const result = verifyReleaseManifest(sign(payload(), [keys.stranger, keys.a]), {
+      trustedKeys: trustedOf(keys),
+      expectRelease: "0.6.0",
+    });
     expect(result.signedBy).toEqual([keys.a.keyid]);
   });
 
@@ -59,13 +74,19 @@ describe("verifyReleaseManifest: every rule, in order", () => {
     const fromObject = importReleasePublicKey(fromPem.key);
     expect(new Set([fromRaw.keyid, fromPem.keyid, fromObject.keyid, keys.a.keyid]).size).toBe(1);
     for (const trusted of [raw, keys.a.publicKeyPem, fromPem.key]) {
-      expect(verifyReleaseManifest(sign(payload(), [keys.a]), { trustedKeys: [trusted], expectRelease: "0.6.0" }).signedBy).toEqual([keys.a.keyid]);
+      expect(
+        verifyReleaseManifest(sign(payload(), [keys.a]), { trustedKeys: [trusted], expectRelease: "0.6.0" }).signedBy,
+      ).toEqual([keys.a.keyid]);
     }
   });
 
   it("counts a key listed twice in the trust store once: a threshold above the distinct keys is a configuration error", () => {
     expect(() =>
-      verifyReleaseManifest(sign(payload(), [keys.a]), { trustedKeys: [keys.a.publicKeyPem, keys.a.publicKey], threshold: 2, expectRelease: "0.6.0" }),
+      verifyReleaseManifest(sign(payload(), [keys.a]), {
+        trustedKeys: [keys.a.publicKeyPem, keys.a.publicKey],
+        threshold: 2,
+        expectRelease: "0.6.0",
+      }),
     ).toThrow(ReleaseArgumentError);
   });
 
@@ -73,15 +94,25 @@ describe("verifyReleaseManifest: every rule, in order", () => {
     const { publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
     expect(() => importReleasePublicKey(publicKey)).toThrow(ReleaseArgumentError);
     expect(() => importReleasePublicKey(new Uint8Array(31))).toThrow(ReleaseArgumentError);
-    expect(() => verifyReleaseManifest(sign(payload(), [keys.a]), { trustedKeys: [], expectRelease: "0.6.0" })).toThrow(ReleaseArgumentError);
+    expect(() => verifyReleaseManifest(sign(payload(), [keys.a]), { trustedKeys: [], expectRelease: "0.6.0" })).toThrow(
+      ReleaseArgumentError,
+    );
   });
 
   it("applies caller limits", () => {
     expect(() =>
-      verifyReleaseManifest(sign(payload(), [keys.a]), { trustedKeys: trustedOf(keys), expectRelease: "0.6.0", limits: { maxEnvelopeBytes: 100 } }),
+      verifyReleaseManifest(sign(payload(), [keys.a]), {
+        trustedKeys: trustedOf(keys),
+        expectRelease: "0.6.0",
+        limits: { maxEnvelopeBytes: 100 },
+      }),
     ).toThrow(expect.objectContaining({ rule: "envelope-size" }));
     expect(() =>
-      verifyReleaseManifest(sign(payload(), [keys.a]), { trustedKeys: trustedOf(keys), expectRelease: "0.6.0", limits: { maxFileSize: 2 } }),
+      verifyReleaseManifest(sign(payload(), [keys.a]), {
+        trustedKeys: trustedOf(keys),
+        expectRelease: "0.6.0",
+        limits: { maxFileSize: 2 },
+      }),
     ).toThrow(expect.objectContaining({ rule: "size" }));
   });
 });

@@ -6,7 +6,7 @@
 import { describe, expectTypeOf, it } from "vitest";
 import type * as z from "zod/mini";
 import type { components } from "../../generated/api.js";
-import * as S from "../../src/schemas/index.js";
+import type * as S from "../../src/schemas/index.js";
 
 type Schemas = components["schemas"];
 

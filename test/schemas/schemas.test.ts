@@ -22,12 +22,16 @@ const join = {
 
 describe("schemas", () => {
   it("allow unknown fields (a newer server) and drop them", () => {
-    expect(parseResponse(NodeJoinListSchema, "op", { items: [{ ...join, newField: { x: 1 } }], next: "t" })).toEqual({ items: [join] });
+    expect(parseResponse(NodeJoinListSchema, "op", { items: [{ ...join, newField: { x: 1 } }], next: "t" })).toEqual({
+      items: [join],
+    });
   });
 
   it("enforce required fields, enums and integers", () => {
     const { stalled: _stalled, ...missing } = join;
-    const result = validateResponses("listNodeJoins", { items: [{ ...missing, state: "gone", steps: [{ name: "a", title: "A", status: "running" }] }] });
+    const result = validateResponses("listNodeJoins", {
+      items: [{ ...missing, state: "gone", steps: [{ name: "a", title: "A", status: "running" }] }],
+    });
     expect(result).toEqual({
       success: false,
       issues: [
@@ -42,7 +46,11 @@ describe("schemas", () => {
   });
 
   it("fill the spec's defaults", () => {
-    expect(parseResponse(LinkSchema, "op", { name: "s", interface: "eth0" })).toEqual({ name: "s", interface: "eth0", kind: "ethernet" });
+    expect(parseResponse(LinkSchema, "op", { name: "s", interface: "eth0" })).toEqual({
+      name: "s",
+      interface: "eth0",
+      kind: "ethernet",
+    });
   });
 
   it("parseResponse throws ResponseValidationError with the operation, never the values", () => {
@@ -60,7 +68,10 @@ describe("schemas", () => {
       error = e;
     }
     expect(error).toBeInstanceOf(ResponseValidationError);
-    expect(error).toMatchObject({ operation: "GET /v1/join/registrations/{joinId}", issues: [{ path: "delivery.bundle.nodeKey", message: "expected string" }] });
+    expect(error).toMatchObject({
+      operation: "GET /v1/join/registrations/{joinId}",
+      issues: [{ path: "delivery.bundle.nodeKey", message: "expected string" }],
+    });
     expect(JSON.stringify(error) + String(error)).not.toContain(secret);
   });
 

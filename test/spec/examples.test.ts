@@ -18,7 +18,8 @@ function collectExamples(node: unknown, pointer: string, out: Example[]): Exampl
   const isSchemaLike = "type" in obj || "properties" in obj || "$ref" in obj || "allOf" in obj || "enum" in obj;
   // A media type or a parameter: its example(s) illustrate its `schema`.
   if ("schema" in obj && typeof obj.schema === "object") {
-    if ("example" in obj) out.push({ where: `${pointer}/example`, schemaPointer: `${pointer}/schema`, value: obj.example });
+    if ("example" in obj)
+      out.push({ where: `${pointer}/example`, schemaPointer: `${pointer}/schema`, value: obj.example });
     if (obj.examples && typeof obj.examples === "object" && !Array.isArray(obj.examples)) {
       for (const [name, ex] of Object.entries(obj.examples as Record<string, { value?: unknown }>)) {
         out.push({ where: `${pointer}/examples/${name}`, schemaPointer: `${pointer}/schema`, value: ex.value });
@@ -28,7 +29,9 @@ function collectExamples(node: unknown, pointer: string, out: Example[]): Exampl
     // A schema: `example` and the JSON Schema `examples` array illustrate the schema itself.
     if ("example" in obj) out.push({ where: `${pointer}/example`, schemaPointer: pointer, value: obj.example });
     if (Array.isArray(obj.examples)) {
-      obj.examples.forEach((value, i) => out.push({ where: `${pointer}/examples/${i}`, schemaPointer: pointer, value }));
+      obj.examples.forEach((value, i) =>
+        out.push({ where: `${pointer}/examples/${i}`, schemaPointer: pointer, value }),
+      );
     }
   }
   for (const [key, value] of Object.entries(obj)) {
@@ -44,7 +47,9 @@ describe("openapi.yaml examples", () => {
   it("has examples to check (the walk finds them)", () => {
     expect(examples.length).toBeGreaterThan(25);
     expect(examples.some((e) => e.where.includes("MintedJoinCode"))).toBe(true);
-    expect(examples.some((e) => e.where.includes("registerJoin") || e.where.includes("~1v1~1join~1registrations"))).toBe(true);
+    expect(
+      examples.some((e) => e.where.includes("registerJoin") || e.where.includes("~1v1~1join~1registrations")),
+    ).toBe(true);
   });
 
   const ajv = makeAjv();

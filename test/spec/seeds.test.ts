@@ -6,7 +6,10 @@ import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 
 const spec = parse(readFileSync(new URL("../../openapi.yaml", import.meta.url), "utf8"));
-const schemas = spec.components.schemas as Record<string, { properties?: Record<string, any>; required?: string[]; enum?: string[] }>;
+const schemas = spec.components.schemas as Record<
+  string,
+  { properties?: Record<string, any>; required?: string[]; enum?: string[] }
+>;
 
 /** The properties of a schema, following allOf and $ref one level. */
 function props(name: string): Record<string, any> {
@@ -19,19 +22,50 @@ function resolve(node: any): any {
 }
 
 const seedFields: Record<string, { required?: string[]; optional?: string[] }> = {
-  RegistrationRequest: { required: ["pake", "release"], optional: ["selfUpgrade", "hostname", "systemSerial", "inventory"] },
+  RegistrationRequest: {
+    required: ["pake", "release"],
+    optional: ["selfUpgrade", "hostname", "systemSerial", "inventory"],
+  },
   CodeCheckRequest: { required: ["pake", "release"], optional: ["selfUpgrade"] },
   PakeProof: { required: ["session", "ke3"] },
   CodeCheck: { optional: ["clusterRelease", "expiresAt", "upgrade"] },
   Inventory: { optional: ["uefi", "disks", "nics", "cpu", "memoryBytes", "osDiskLayout"] },
   Disk: {
     required: ["name", "path"],
-    optional: ["byId", "model", "serial", "wwn", "transport", "sizeBytes", "rotational", "removable", "readOnly", "mountpoints", "holders", "partitions", "stack"],
+    optional: [
+      "byId",
+      "model",
+      "serial",
+      "wwn",
+      "transport",
+      "sizeBytes",
+      "rotational",
+      "removable",
+      "readOnly",
+      "mountpoints",
+      "holders",
+      "partitions",
+      "stack",
+    ],
   },
   DiskHolder: { required: ["kind", "device"], optional: ["detail"] },
   Partition: { required: ["number", "name", "path", "sizeBytes"], optional: ["fsType", "label", "partLabel"] },
   StackedDevice: { required: ["name", "path", "type"] },
-  Nic: { required: ["name"], optional: ["mac", "permanentMac", "operState", "link", "speedMbps", "mtu", "driver", "addresses", "wireless", "routes"] },
+  Nic: {
+    required: ["name"],
+    optional: [
+      "mac",
+      "permanentMac",
+      "operState",
+      "link",
+      "speedMbps",
+      "mtu",
+      "driver",
+      "addresses",
+      "wireless",
+      "routes",
+    ],
+  },
   Cpu: { optional: ["model", "sockets", "cores", "threads", "virtualization"] },
   Registration: { required: ["state", "pairingCode"], optional: ["waitReason", "reason", "upgrade", "delivery"] },
   Upgrade: { required: ["from", "to"], optional: ["source", "served"] },
@@ -39,31 +73,89 @@ const seedFields: Record<string, { required?: string[]; optional?: string[] }> =
   Bundle: {
     required: ["role", "nodes"],
     optional: [
-      "clusterId", "parentDomain", "region", "dnsUpstreamServers", "caBundle", "nodeCert", "nodeKey", "postgresPassword",
-      "adminEmail", "adminPassword", "openBaoToken", "openBaoNodeToken", "dnsEncryptionKey", "openBaoUnsealKey",
-      "membershipGeneration", "vips",
+      "clusterId",
+      "parentDomain",
+      "region",
+      "dnsUpstreamServers",
+      "caBundle",
+      "nodeCert",
+      "nodeKey",
+      "postgresPassword",
+      "adminEmail",
+      "adminPassword",
+      "openBaoToken",
+      "openBaoNodeToken",
+      "dnsEncryptionKey",
+      "openBaoUnsealKey",
+      "membershipGeneration",
+      "vips",
     ],
   },
-  ClusterNode: { required: ["nodeId", "role"], optional: ["az", "mgmtIp", "networks", "labels", "bootState", "bootPhase", "bootElapseMs", "readyAfterMs"] },
+  ClusterNode: {
+    required: ["nodeId", "role"],
+    optional: ["az", "mgmtIp", "networks", "labels", "bootState", "bootPhase", "bootElapseMs", "readyAfterMs"],
+  },
   NetworkBinding: { required: ["ip"], optional: ["interface"] },
   Vips: { optional: ["api", "postgres", "openbao", "ovnNb", "ovnSb", "vmselect", "providerGw"] },
-  Problem: { required: ["type", "title", "status", "requestId", "code"], optional: ["detail", "instance", "issues", "errors", "details"] },
+  Problem: {
+    required: ["type", "title", "status", "requestId", "code"],
+    optional: ["detail", "instance", "issues", "errors", "details"],
+  },
   PolicyIssue: { required: ["code", "statement", "detail"], optional: ["action"] },
   FieldError: { required: ["field", "message"] },
   JoinCodeRequest: { optional: ["ttlSeconds", "endpoint"] },
   MintedJoinCode: { required: ["joinCode", "endpoint", "code", "url"] },
-  JoinCode: { optional: ["id", "selector", "attempts", "endpoint", "caFingerprint", "state", "revokedBy", "registrations"] },
+  JoinCode: {
+    optional: ["id", "selector", "attempts", "endpoint", "caFingerprint", "state", "revokedBy", "registrations"],
+  },
   NodeJoin: {
     required: ["id", "codeId", "state", "pairingCode", "stalled", "steps", "createdAt", "updatedAt"],
     optional: [
-      "hostname", "systemSerial", "release", "sourceAddr", "keyFingerprint", "inventory", "assignment", "nodeId", "waitReason", "upgrade",
-      "approvedBy", "approvedAt", "rejectedBy", "rejectedAt", "reason", "deliveredAt", "lastSeenAt", "currentStep", "failedStep",
-      "failedStepTitle", "failedError", "logTail", "expiresAt",
+      "hostname",
+      "systemSerial",
+      "release",
+      "sourceAddr",
+      "keyFingerprint",
+      "inventory",
+      "assignment",
+      "nodeId",
+      "waitReason",
+      "upgrade",
+      "approvedBy",
+      "approvedAt",
+      "rejectedBy",
+      "rejectedAt",
+      "reason",
+      "deliveredAt",
+      "lastSeenAt",
+      "currentStep",
+      "failedStep",
+      "failedStepTitle",
+      "failedError",
+      "logTail",
+      "expiresAt",
     ],
   },
-  Assignment: { optional: ["name", "role", "rack", "az", "mgmt", "links", "disks", "ntpServers", "provider", "copiedFrom", "copyNotes"] },
+  Assignment: {
+    optional: [
+      "name",
+      "role",
+      "rack",
+      "az",
+      "mgmt",
+      "links",
+      "disks",
+      "ntpServers",
+      "provider",
+      "copiedFrom",
+      "copyNotes",
+    ],
+  },
   MgmtLink: { optional: ["interface", "address", "gateway", "dns"] },
-  Link: { required: ["name", "interface"], optional: ["kind", "parent", "vlanId", "controller", "bond", "addresses", "addressesAllocated", "mtu", "purposes"] },
+  Link: {
+    required: ["name", "interface"],
+    optional: ["kind", "parent", "vlanId", "controller", "bond", "addresses", "addressesAllocated", "mtu", "purposes"],
+  },
   Bond: { required: ["mode"], optional: ["xmitHashPolicy", "miimonMs", "lacpRate"] },
   DiskAssignment: { required: ["key", "role"], optional: ["pool", "storageClass", "confirm"] },
   ProviderUplink: { optional: ["topology", "upstreamInterface", "vlan"] },
@@ -71,7 +163,10 @@ const seedFields: Record<string, { required?: string[]; optional?: string[] }> =
 };
 
 const seedEnums: Array<[string, string[]]> = [
-  ["JoinState", ["needs-upgrade", "pending", "approved", "delivering", "installing", "joined", "failed", "rejected", "expired"]],
+  [
+    "JoinState",
+    ["needs-upgrade", "pending", "approved", "delivering", "installing", "joined", "failed", "rejected", "expired"],
+  ],
   ["NodeRole", ["control-plane", "hybrid", "hypervisor", "storage"]],
   ["Inventory.osDiskLayout", ["compute-tail", "whole-disk"]],
   ["ClusterNode.bootState", ["ready", "starting", "unreachable"]],
@@ -97,7 +192,8 @@ describe("openapi.yaml against the seed pages", () => {
     it(`${schema} has every seeded field, with the seeded required flags`, () => {
       const have = props(schema);
       for (const field of [...required, ...optional]) expect(Object.keys(have), `${schema}.${field}`).toContain(field);
-      for (const field of required) expect(schemas[schema]?.required ?? [], `${schema}.${field} required`).toContain(field);
+      for (const field of required)
+        expect(schemas[schema]?.required ?? [], `${schema}.${field} required`).toContain(field);
     });
   }
 
@@ -114,7 +210,15 @@ describe("openapi.yaml against the seed pages", () => {
   });
 
   it("marks every secret of the bundle and the minted code as sensitive", () => {
-    for (const field of ["nodeKey", "postgresPassword", "adminPassword", "openBaoToken", "openBaoNodeToken", "dnsEncryptionKey", "openBaoUnsealKey"]) {
+    for (const field of [
+      "nodeKey",
+      "postgresPassword",
+      "adminPassword",
+      "openBaoToken",
+      "openBaoNodeToken",
+      "dnsEncryptionKey",
+      "openBaoUnsealKey",
+    ]) {
       expect(props("Bundle")[field]["x-sensitive"], field).toBe(true);
     }
     expect(props("MintedJoinCode").code["x-sensitive"]).toBe(true);

@@ -38,7 +38,11 @@ export interface HardwareSummary {
 export function summarizeHardware(inventory: Inventory | undefined): HardwareSummary {
   const cpu = inventory?.cpu;
   const cpuText = cpu
-    ? [cpu.model ?? "unknown CPU", cpu.cores !== undefined ? `${cpu.cores} cores` : undefined, cpu.threads !== undefined ? `${cpu.threads} threads` : undefined]
+    ? [
+        cpu.model ?? "unknown CPU",
+        cpu.cores !== undefined ? `${cpu.cores} cores` : undefined,
+        cpu.threads !== undefined ? `${cpu.threads} threads` : undefined,
+      ]
         .filter(Boolean)
         .join(", ")
     : "not reported";
@@ -46,13 +50,22 @@ export function summarizeHardware(inventory: Inventory | undefined): HardwareSum
   // A mounted disk is the system disk (spec: Disk.mountpoints); marking it tells an operator
   // at a glance which disks an assignment could still use.
   const diskText = disks.length
-    ? disks.map((d) => `${d.name} ${formatBytes(d.sizeBytes)}${d.mountpoints?.length ? " (system)" : d.holders?.length ? " (in use)" : ""}`).join(", ")
+    ? disks
+        .map(
+          (d) =>
+            `${d.name} ${formatBytes(d.sizeBytes)}${d.mountpoints?.length ? " (system)" : d.holders?.length ? " (in use)" : ""}`,
+        )
+        .join(", ")
     : "none reported";
   const nics = inventory?.nics ?? [];
   const nicText = nics.length
     ? nics
         .map((n) => {
-          const speed = n.speedMbps ? (n.speedMbps >= 1000 ? `${n.speedMbps / 1000} Gb/s` : `${n.speedMbps} Mb/s`) : undefined;
+          const speed = n.speedMbps
+            ? n.speedMbps >= 1000
+              ? `${n.speedMbps / 1000} Gb/s`
+              : `${n.speedMbps} Mb/s`
+            : undefined;
           const detail = [n.link ?? n.operState, speed, n.addresses?.[0]].filter(Boolean).join(", ");
           return detail ? `${n.name} (${detail})` : n.name;
         })
@@ -77,7 +90,9 @@ export function explainState(join: NodeJoin): string | undefined {
     case "approved":
       return join.waitReason ? `Queued: ${join.waitReason}` : "Queued";
     case "needs-upgrade":
-      return join.upgrade ? `Upgrading itself from ${join.upgrade.from} to ${join.upgrade.to}` : "Upgrading itself to the cluster's release";
+      return join.upgrade
+        ? `Upgrading itself from ${join.upgrade.from} to ${join.upgrade.to}`
+        : "Upgrading itself to the cluster's release";
     case "installing":
     case "delivering": {
       const running = join.steps.find((s) => s.status === "running");
@@ -117,7 +132,10 @@ export function describeError(error: unknown, apiUrl?: string): ErrorReport {
   }
   if (StratumError.is(error)) {
     // A browser hides why a request failed (refused, wrong URL, CORS); say where to look.
-    const hint = error.code === "NETWORK" && apiUrl ? `. Is the API at ${apiUrl} running, and does it allow this page's origin (CORS)?` : "";
+    const hint =
+      error.code === "NETWORK" && apiUrl
+        ? `. Is the API at ${apiUrl} running, and does it allow this page's origin (CORS)?`
+        : "";
     return { headline: `${error.code}: ${error.message}${hint}`, fields: [], requestId: undefined };
   }
   return { headline: error instanceof Error ? error.message : String(error), fields: [], requestId: undefined };

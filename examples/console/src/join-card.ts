@@ -38,17 +38,36 @@ export class JoinCard {
   private readonly pairing = h("span", { class: "pairing-code", "data-testid": "pairing-code" });
   private readonly explain = h("p", { class: "explain", "data-testid": "join-explain" });
   private readonly hardware = h("dl", { class: "hardware", "data-testid": "join-hardware" });
-  private readonly approveButton = h("button", { type: "button", class: "primary", "data-testid": "approve" }, "Approve");
-  private readonly rejectButton = h("button", { type: "button", class: "danger", "data-testid": "reject", "aria-expanded": "false" }, "Reject…");
+  private readonly approveButton = h(
+    "button",
+    { type: "button", class: "primary", "data-testid": "approve" },
+    "Approve",
+  );
+  private readonly rejectButton = h(
+    "button",
+    { type: "button", class: "danger", "data-testid": "reject", "aria-expanded": "false" },
+    "Reject…",
+  );
   private readonly rejectForm = h("form", { class: "reject-form", "data-testid": "reject-form" });
   private readonly reasonInput: HTMLInputElement;
 
-  constructor(join: NodeJoin, private readonly actions: JoinActions) {
+  constructor(
+    join: NodeJoin,
+    private readonly actions: JoinActions,
+  ) {
     this.join = join;
     const pairingLabelId = `pairing-${join.id}`;
     const reasonId = `reason-${join.id}`;
     this.pairing.setAttribute("aria-labelledby", pairingLabelId);
-    this.reasonInput = h("input", { id: reasonId, name: "reason", type: "text", required: "", maxlength: "1000", autocomplete: "off", "data-testid": "reject-reason" });
+    this.reasonInput = h("input", {
+      id: reasonId,
+      name: "reason",
+      type: "text",
+      required: "",
+      maxlength: "1000",
+      autocomplete: "off",
+      "data-testid": "reject-reason",
+    });
     this.rejectForm.hidden = true;
     this.rejectForm.append(
       h("label", { for: reasonId }, "Reason for rejecting"),
@@ -72,7 +91,9 @@ export class JoinCard {
 
     this.approveButton.addEventListener("click", () => void this.run(() => this.actions.approve(this.join)));
     this.rejectButton.addEventListener("click", () => this.toggleReject(true));
-    this.rejectForm.querySelector('[data-testid="reject-cancel"]')!.addEventListener("click", () => this.toggleReject(false));
+    this.rejectForm
+      .querySelector('[data-testid="reject-cancel"]')!
+      .addEventListener("click", () => this.toggleReject(false));
     this.rejectForm.addEventListener("submit", (event) => {
       event.preventDefault();
       const reason = this.reasonInput.value.trim();

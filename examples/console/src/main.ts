@@ -232,7 +232,11 @@ async function watch(current: Session): Promise<void> {
   }
 }
 
-function apply(change: JoinChange, cards: Map<string, JoinCard>, actions: ConstructorParameters<typeof JoinCard>[1]): void {
+function apply(
+  change: JoinChange,
+  cards: Map<string, JoinCard>,
+  actions: ConstructorParameters<typeof JoinCard>[1],
+): void {
   if (change.type === "removed") {
     cards.get(change.id)?.element.remove();
     cards.delete(change.id);
@@ -243,7 +247,9 @@ function apply(change: JoinChange, cards: Map<string, JoinCard>, actions: Constr
     cards.set(change.join.id, card);
     // Newest first, as the API lists them: before the first card created earlier than this one.
     const created = Date.parse(change.join.createdAt);
-    const older = [...ui.joins.children].find((li) => Date.parse((li as HTMLElement).dataset.createdAt ?? "") < created);
+    const older = [...ui.joins.children].find(
+      (li) => Date.parse((li as HTMLElement).dataset.createdAt ?? "") < created,
+    );
     ui.joins.insertBefore(card.element, older ?? null);
   }
   ui.joinsEmpty.hidden = cards.size > 0;

@@ -17,8 +17,18 @@ import { JOIN_STATES } from "../joiner.js";
 
 /** The flags every admin command takes. */
 const API_FLAGS: Readonly<Record<string, FlagSpec>> = {
-  api: { type: "string", value: "URL", env: "STRATUM_API", description: "the admin API's base URL, e.g. https://192.0.2.240 (required)" },
-  token: { type: "string", value: "TOKEN", env: "STRATUM_TOKEN", description: "the admin API token (secret: prefer the env var or --token-file)" },
+  api: {
+    type: "string",
+    value: "URL",
+    env: "STRATUM_API",
+    description: "the admin API's base URL, e.g. https://192.0.2.240 (required)",
+  },
+  token: {
+    type: "string",
+    value: "TOKEN",
+    env: "STRATUM_TOKEN",
+    description: "the admin API token (secret: prefer the env var or --token-file)",
+  },
   "token-file": { type: "string", value: "FILE", description: "read the admin API token from FILE" },
 };
 
@@ -29,8 +39,12 @@ async function clientOf(args: ParsedArgs, command: CommandSpec): Promise<AdminCl
   const baseUrl = stringFlag(args, "api", command, true);
   const tokenFile = stringFlag(args, "token-file", command);
   // An explicit --token-file wins over a STRATUM_TOKEN inherited from the environment.
-  const token = tokenFile !== undefined ? (await readTextFile(tokenFile, "token file")).trim() : stringFlag(args, "token", command);
-  if (!token) throw new CliError("USAGE", "an admin token is required: --token, --token-file or STRATUM_TOKEN", { command: command.path.join(" ") });
+  const token =
+    tokenFile !== undefined ? (await readTextFile(tokenFile, "token file")).trim() : stringFlag(args, "token", command);
+  if (!token)
+    throw new CliError("USAGE", "an admin token is required: --token, --token-file or STRATUM_TOKEN", {
+      command: command.path.join(" "),
+    });
   return createAdminClient({ baseUrl, token, timeoutMs: CALL_TIMEOUT_MS });
 }
 
@@ -51,7 +65,8 @@ function joinLines(join: NodeJoin): string[] {
   add("waiting for", join.waitReason);
   if (join.upgrade) add("upgrade", `${join.upgrade.from} → ${join.upgrade.to}`);
   add("reason", join.reason);
-  if (join.failedStep) add("failed at", `${join.failedStepTitle ?? join.failedStep}${join.failedError ? `: ${join.failedError}` : ""}`);
+  if (join.failedStep)
+    add("failed at", `${join.failedStepTitle ?? join.failedStep}${join.failedError ? `: ${join.failedError}` : ""}`);
   if (join.assignment?.copiedFrom) add("copied from", join.assignment.copiedFrom);
   for (const note of join.assignment?.copyNotes ?? []) add("copy note", note);
   return lines;
@@ -61,17 +76,25 @@ function joinLines(join: NodeJoin): string[] {
 export const adminMint: CommandSpec = {
   path: ["admin", "mint"],
   summary: "Mint a join code. The code and its URL are shown once, here: they are not stored.",
-  details: "Give the joining machine the join URL (or the endpoint and the code). Anyone with it can register a machine; the approval is the gate.",
+  details:
+    "Give the joining machine the join URL (or the endpoint and the code). Anyone with it can register a machine; the approval is the gate.",
   flags: {
     ...API_FLAGS,
-    endpoint: { type: "string", value: "HOST[:PORT]", description: "where joiners reach the join listener (default: the server's choice)" },
+    endpoint: {
+      type: "string",
+      value: "HOST[:PORT]",
+      description: "where joiners reach the join listener (default: the server's choice)",
+    },
     ttl: { type: "string", value: "SECONDS", description: "the code's lifetime (default 4 hours, at most 7 days)" },
   },
   async run(ctx, args) {
     const client = await clientOf(args, adminMint);
     const endpoint = stringFlag(args, "endpoint", adminMint);
     const ttlSeconds = numberFlag(args, "ttl", adminMint);
-    const minted = await client.mintJoinCode({ ...(endpoint ? { endpoint } : {}), ...(ttlSeconds ? { ttlSeconds } : {}) }, { signal: ctx.signal });
+    const minted = await client.mintJoinCode(
+      { ...(endpoint ? { endpoint } : {}), ...(ttlSeconds ? { ttlSeconds } : {}) },
+      { signal: ctx.signal },
+    );
     // The one output that carries a secret, on purpose: minting is for showing the code.
     ctx.out.resultWithSecret(
       {
@@ -108,7 +131,15 @@ export const adminCodes: CommandSpec = {
         ? "no join codes"
         : table(
             ["ID", "SELECTOR", "STATE", "ENDPOINT", "ATTEMPTS", "REGISTRATIONS", "EXPIRES"],
-            list.items.map((c) => [c.id, c.selector, c.state, c.endpoint, String(c.attempts ?? 0), String(c.registrations ?? 0), c.expiresAt]),
+            list.items.map((c) => [
+              c.id,
+              c.selector,
+              c.state,
+              c.endpoint,
+              String(c.attempts ?? 0),
+              String(c.registrations ?? 0),
+              c.expiresAt,
+            ]),
           ),
     );
   },
@@ -183,9 +214,21 @@ export const adminApprove: CommandSpec = {
   positionals: [{ name: "JOIN_ID", description: "the join (nj-…)" }],
   flags: {
     ...API_FLAGS,
-    assignment: { type: "string", value: "FILE", description: "the assignment, JSON (the API's Assignment: role, rack, mgmt, links, disks, …)" },
-    "copy-from": { type: "string", value: "NODE", description: "copy the assignment of this member (node id); --assignment fields override it" },
-    "pairing-code": { type: "string", value: "CODE", description: "approve only if the join's pairing code is CODE (XXX-XXX)" },
+    assignment: {
+      type: "string",
+      value: "FILE",
+      description: "the assignment, JSON (the API's Assignment: role, rack, mgmt, links, disks, …)",
+    },
+    "copy-from": {
+      type: "string",
+      value: "NODE",
+      description: "copy the assignment of this member (node id); --assignment fields override it",
+    },
+    "pairing-code": {
+      type: "string",
+      value: "CODE",
+      description: "approve only if the join's pairing code is CODE (XXX-XXX)",
+    },
   },
   async run(ctx, args) {
     const client = await clientOf(args, adminApprove);
@@ -194,7 +237,8 @@ export const adminApprove: CommandSpec = {
     let assignment: Assignment | undefined;
     if (file !== undefined) {
       const value = await readJsonFile(file, "assignment");
-      if (typeof value !== "object" || value === null || Array.isArray(value)) throw new CliError("FILE_ERROR", `the assignment ${file} is not a JSON object`);
+      if (typeof value !== "object" || value === null || Array.isArray(value))
+        throw new CliError("FILE_ERROR", `the assignment ${file} is not a JSON object`);
       assignment = value as Assignment;
     }
     const expected = stringFlag(args, "pairing-code", adminApprove);

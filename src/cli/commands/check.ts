@@ -20,13 +20,22 @@ export const check: CommandSpec = {
   ].join("\n"),
   flags: {
     ...TARGET_FLAGS,
-    release: { type: "string", value: "VERSION", description: "the release this machine runs or would be installed from (required)" },
+    release: {
+      type: "string",
+      value: "VERSION",
+      description: "the release this machine runs or would be installed from (required)",
+    },
     "self-upgrade": { type: "boolean", description: "the machine can upgrade itself to the cluster's release" },
   },
   async run(ctx, args) {
     const target = joinTargetOf(args, check);
     const release = stringFlag(args, "release", check, true);
-    const result = await checkJoinCode({ ...target, release, selfUpgrade: args.values["self-upgrade"] === true, signal: ctx.signal });
+    const result = await checkJoinCode({
+      ...target,
+      release,
+      selfUpgrade: args.values["self-upgrade"] === true,
+      signal: ctx.signal,
+    });
     const lines = [
       `ok: the join listener at ${result.endpoint} proved the code`,
       `  cluster CA       ${result.caFingerprint}`,
@@ -34,7 +43,9 @@ export const check: CommandSpec = {
       `  code expires     ${result.expiresAt}`,
     ];
     if (result.upgrade) {
-      lines.push(`  upgrade          ${result.upgrade.from} → ${result.upgrade.to} (${result.upgrade.source ? `from ${result.upgrade.source}` : result.upgrade.served ? "served by the founder" : "no source named"})`);
+      lines.push(
+        `  upgrade          ${result.upgrade.from} → ${result.upgrade.to} (${result.upgrade.source ? `from ${result.upgrade.source}` : result.upgrade.served ? "served by the founder" : "no source named"})`,
+      );
     }
     ctx.out.result(
       {

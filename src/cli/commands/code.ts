@@ -17,7 +17,9 @@ export const codeCheck: CommandSpec = {
     "caught by the check symbol; when swapping two adjacent symbols makes the code valid, the",
     "error suggests that code. The code is never echoed back: it is a secret.",
   ].join("\n"),
-  positionals: [{ name: "CODE", description: "the join code XXXX-XXXX-XXX, or a join URL stratum-join://HOST/XXXX-XXXX-XXX" }],
+  positionals: [
+    { name: "CODE", description: "the join code XXXX-XXXX-XXX, or a join URL stratum-join://HOST/XXXX-XXXX-XXX" },
+  ],
   flags: {},
   async run(ctx, args) {
     const input = args.positionals[0]!;

@@ -16,7 +16,16 @@ import type { DownloadedRelease } from "../../release/download.js";
 import type { Inventory, JoinState, Registration } from "../../types.js";
 import { CliError, listFlag, numberFlag, stringFlag, type CommandSpec } from "../args.js";
 import { IDENTITY_FILES, openIdentityDir, readJsonFile, readTextFile, saveSession } from "../files.js";
-import { downloadUpgrade, JOIN_STATES, SAFE_RELEASE, joinTargetOf, stateReporter, TARGET_FLAGS, trustedKeysOf, waitForState } from "../joiner.js";
+import {
+  downloadUpgrade,
+  JOIN_STATES,
+  SAFE_RELEASE,
+  joinTargetOf,
+  stateReporter,
+  TARGET_FLAGS,
+  trustedKeysOf,
+  waitForState,
+} from "../joiner.js";
 import { pairingBanner } from "../output.js";
 
 /** The registration view as printed: the delivery is summarised elsewhere, never dumped. */
@@ -47,17 +56,44 @@ export const register: CommandSpec = {
   ].join("\n"),
   flags: {
     ...TARGET_FLAGS,
-    identity: { type: "string", value: "DIR", description: "the machine's directory: identity, session.json, release/, delivery/ (required)" },
+    identity: {
+      type: "string",
+      value: "DIR",
+      description: "the machine's directory: identity, session.json, release/, delivery/ (required)",
+    },
     release: { type: "string", value: "VERSION", description: "the release this machine runs (required)" },
-    "self-upgrade": { type: "boolean", description: "upgrade to the cluster's release when it is newer (needs --trusted-key)" },
-    "trusted-key": { type: "string", multiple: true, value: "FILE", description: "a release public key (PEM) the upgrade's manifest must be signed by" },
+    "self-upgrade": {
+      type: "boolean",
+      description: "upgrade to the cluster's release when it is newer (needs --trusted-key)",
+    },
+    "trusted-key": {
+      type: "string",
+      multiple: true,
+      value: "FILE",
+      description: "a release public key (PEM) the upgrade's manifest must be signed by",
+    },
     threshold: { type: "string", value: "N", description: "distinct trusted keys that must have signed (default 1)" },
-    "mirror-ca": { type: "string", value: "FILE", description: "CA certificate (PEM) of a release mirror with a private CA" },
-    inventory: { type: "string", value: "FILE", description: "the machine's hardware inventory, JSON (the API's Inventory)" },
-    "collect-inventory": { type: "boolean", description: "collect the inventory of this Linux machine from /sys, /proc, lsblk and ip" },
+    "mirror-ca": {
+      type: "string",
+      value: "FILE",
+      description: "CA certificate (PEM) of a release mirror with a private CA",
+    },
+    inventory: {
+      type: "string",
+      value: "FILE",
+      description: "the machine's hardware inventory, JSON (the API's Inventory)",
+    },
+    "collect-inventory": {
+      type: "boolean",
+      description: "collect the inventory of this Linux machine from /sys, /proc, lsblk and ip",
+    },
     hostname: { type: "string", value: "NAME", description: "the host name to register (default: this machine's)" },
     serial: { type: "string", value: "SERIAL", description: "the system serial number to register" },
-    wait: { type: "string", value: "STATE", description: "wait until the registration reaches STATE (e.g. delivering, joined)" },
+    wait: {
+      type: "string",
+      value: "STATE",
+      description: "wait until the registration reaches STATE (e.g. delivering, joined)",
+    },
     timeout: { type: "string", value: "SECONDS", description: "give up waiting after this long (exit 9, TIMEOUT)" },
   },
   async run(ctx, args) {
@@ -73,10 +109,13 @@ export const register: CommandSpec = {
     if (timeoutSeconds !== undefined && wait === undefined) throw usage("--timeout goes with --wait");
     const threshold = numberFlag(args, "threshold", command);
     if (selfUpgrade && listFlag(args, "trusted-key").length === 0) {
-      throw usage("--self-upgrade needs at least one --trusted-key: the release is verified against keys this machine already trusts");
+      throw usage(
+        "--self-upgrade needs at least one --trusted-key: the release is verified against keys this machine already trusts",
+      );
     }
     const inventoryFile = stringFlag(args, "inventory", command);
-    if (inventoryFile !== undefined && args.values["collect-inventory"] === true) throw usage("give --inventory or --collect-inventory, not both");
+    if (inventoryFile !== undefined && args.values["collect-inventory"] === true)
+      throw usage("give --inventory or --collect-inventory, not both");
 
     // Everything read from disk is read before the network is touched, so a typo in a path
     // does not cost a registration.
@@ -86,7 +125,8 @@ export const register: CommandSpec = {
     let inventory: Inventory | undefined;
     if (inventoryFile !== undefined) {
       const value = await readJsonFile(inventoryFile, "inventory");
-      if (typeof value !== "object" || value === null || Array.isArray(value)) throw new CliError("FILE_ERROR", `the inventory ${inventoryFile} is not a JSON object`);
+      if (typeof value !== "object" || value === null || Array.isArray(value))
+        throw new CliError("FILE_ERROR", `the inventory ${inventoryFile} is not a JSON object`);
       inventory = value as Inventory;
     } else if (args.values["collect-inventory"] === true) {
       inventory = await collectInventory({ signal: ctx.signal });
@@ -94,20 +134,26 @@ export const register: CommandSpec = {
 
     const opened = await openIdentityDir(dir, { create: true, warn: (text) => ctx.out.warn(text) });
     const { identity } = opened;
-    ctx.out.say(`${opened.created ? "created a new machine identity in" : "using the machine identity in"} ${dir} (key ${identity.keyFingerprint.slice(0, 23)}…)`);
+    ctx.out.say(
+      `${opened.created ? "created a new machine identity in" : "using the machine identity in"} ${dir} (key ${identity.keyFingerprint.slice(0, 23)}…)`,
+    );
 
     const details = {
       ...target,
       identity,
       selfUpgrade,
       hostname: stringFlag(args, "hostname", command) ?? osHostname(),
-      ...(stringFlag(args, "serial", command) !== undefined ? { systemSerial: stringFlag(args, "serial", command)! } : {}),
+      ...(stringFlag(args, "serial", command) !== undefined
+        ? { systemSerial: stringFlag(args, "serial", command)! }
+        : {}),
       ...(inventory ? { inventory } : {}),
       signal: ctx.signal,
     };
     let result = await registerMachine({ ...details, release });
     let sessionFile = await saveSession(dir, result.session);
-    ctx.out.say(`${result.created ? "registered" : "already registered"} with the cluster at ${result.session.endpoint} as ${result.session.joinId}`);
+    ctx.out.say(
+      `${result.created ? "registered" : "already registered"} with the cluster at ${result.session.endpoint} as ${result.session.joinId}`,
+    );
     ctx.out.say(`cluster CA ${result.session.caFingerprint}`);
     ctx.out.say("");
     for (const line of pairingBanner(result.registration.pairingCode)) ctx.out.say(`  ${line}`);
@@ -118,7 +164,8 @@ export const register: CommandSpec = {
     let upgraded: DownloadedRelease | undefined;
     const upgrade = result.registration.state === "needs-upgrade" ? result.registration.upgrade : undefined;
     if (upgrade) {
-      if (!SAFE_RELEASE.test(upgrade.to)) throw new StratumError("RESPONSE_INVALID", "the cluster names a release that is not a safe directory name");
+      if (!SAFE_RELEASE.test(upgrade.to))
+        throw new StratumError("RESPONSE_INVALID", "the cluster names a release that is not a safe directory name");
       upgraded = await downloadUpgrade(ctx, {
         upgrade,
         destDir: join(dir, IDENTITY_FILES.release, upgrade.to),
@@ -180,6 +227,11 @@ export const register: CommandSpec = {
       ...(delivery ? { delivery: { dir: delivery.dir, files: delivery.files } } : {}),
       registration: printable(registration),
     };
-    ctx.out.result(document, wait !== undefined ? `done: ${registration.state}` : `done: ${registration.state}; run 'stratum-join status --identity ${dir}' to look again`);
+    ctx.out.result(
+      document,
+      wait !== undefined
+        ? `done: ${registration.state}`
+        : `done: ${registration.state}; run 'stratum-join status --identity ${dir}' to look again`,
+    );
   },
 };

@@ -16,11 +16,20 @@ import { formatBytes } from "../output.js";
 /** `release keygen`. */
 export const releaseKeygen: CommandSpec = {
   path: ["release", "keygen"],
-  summary: "Make an Ed25519 release key pair: the private key (0600) signs manifests, the public key goes into joiners' trust stores.",
+  summary:
+    "Make an Ed25519 release key pair: the private key (0600) signs manifests, the public key goes into joiners' trust stores.",
   details: "Neither file is overwritten. The private key is not encrypted: keep it offline. It is never printed.",
   flags: {
-    key: { type: "string", value: "FILE", description: "where to write the private key, PKCS#8 PEM, mode 0600 (required)" },
-    pub: { type: "string", value: "FILE", description: "where to write the public key, SPKI PEM, mode 0644 (default: FILE.pub)" },
+    key: {
+      type: "string",
+      value: "FILE",
+      description: "where to write the private key, PKCS#8 PEM, mode 0600 (required)",
+    },
+    pub: {
+      type: "string",
+      value: "FILE",
+      description: "where to write the public key, SPKI PEM, mode 0644 (default: FILE.pub)",
+    },
   },
   async run(ctx, args) {
     const keyFile = stringFlag(args, "key", releaseKeygen, true);
@@ -40,11 +49,17 @@ export const releaseKeygen: CommandSpec = {
 export const releaseSign: CommandSpec = {
   path: ["release", "sign"],
   summary: "Sign a release directory: hash every file under os/blobs/ and sysext/ and write payload/manifest.json.",
-  details: "An existing manifest is replaced. The directory is refused if a joiner would refuse it (a symlink, a path outside os/blobs/ and sysext/).",
+  details:
+    "An existing manifest is replaced. The directory is refused if a joiner would refuse it (a symlink, a path outside os/blobs/ and sysext/).",
   positionals: [{ name: "DIR", description: "the release directory" }],
   flags: {
     release: { type: "string", value: "VERSION", description: "the release the directory is (required)" },
-    key: { type: "string", multiple: true, value: "FILE", description: "a release private key (PEM) to sign with; give several for a threshold (required)" },
+    key: {
+      type: "string",
+      multiple: true,
+      value: "FILE",
+      description: "a release private key (PEM) to sign with; give several for a threshold (required)",
+    },
   },
   async run(ctx, args) {
     const dir = args.positionals[0]!;
@@ -56,7 +71,14 @@ export const releaseSign: CommandSpec = {
     const total = signed.manifest.files.reduce((sum, f) => sum + f.size, 0);
     const signedBy = signed.envelope.signatures.map((s) => s.keyid);
     ctx.out.result(
-      { release, manifestPath: signed.manifestPath, envelopeSha256: signed.envelopeSha256, files: signed.manifest.files.length, bytes: total, signedBy },
+      {
+        release,
+        manifestPath: signed.manifestPath,
+        envelopeSha256: signed.envelopeSha256,
+        files: signed.manifest.files.length,
+        bytes: total,
+        signedBy,
+      },
       [
         `signed release ${release}: ${signed.manifest.files.length} files, ${formatBytes(total)}`,
         `  manifest     ${signed.manifestPath} (sha256 ${signed.envelopeSha256})`,
@@ -69,11 +91,17 @@ export const releaseSign: CommandSpec = {
 /** `release verify`. */
 export const releaseVerify: CommandSpec = {
   path: ["release", "verify"],
-  summary: "Verify a release directory as a joiner would: the manifest's signatures, release and paths, then every file's size and SHA-256.",
+  summary:
+    "Verify a release directory as a joiner would: the manifest's signatures, release and paths, then every file's size and SHA-256.",
   positionals: [{ name: "DIR", description: "the release directory" }],
   flags: {
     release: { type: "string", value: "VERSION", description: "the release the manifest must name (required)" },
-    "trusted-key": { type: "string", multiple: true, value: "FILE", description: "a trusted release public key, PEM (required)" },
+    "trusted-key": {
+      type: "string",
+      multiple: true,
+      value: "FILE",
+      description: "a trusted release public key, PEM (required)",
+    },
     threshold: { type: "string", value: "N", description: "distinct trusted keys that must have signed (default 1)" },
     "allow-extra-files": { type: "boolean", description: "accept files the manifest does not list" },
   },
@@ -81,7 +109,8 @@ export const releaseVerify: CommandSpec = {
     const dir = args.positionals[0]!;
     const release = stringFlag(args, "release", releaseVerify, true);
     const trustedKeys = await trustedKeysOf(args);
-    if (trustedKeys.length === 0) throw new CliError("USAGE", "--trusted-key is required", { command: "release verify" });
+    if (trustedKeys.length === 0)
+      throw new CliError("USAGE", "--trusted-key is required", { command: "release verify" });
     const threshold = numberFlag(args, "threshold", releaseVerify);
     const verified = await verifyReleaseDirectory(dir, {
       expectRelease: release,
@@ -92,8 +121,17 @@ export const releaseVerify: CommandSpec = {
     });
     const total = verified.manifest.files.reduce((sum, f) => sum + f.size, 0);
     ctx.out.result(
-      { release, files: verified.manifest.files.length, bytes: total, signedBy: verified.signedBy, createdAt: verified.manifest.createdAt },
-      [`ok: release ${release} verified: ${verified.manifest.files.length} files, ${formatBytes(total)}`, `  signed by    ${verified.signedBy.join(", ")}`],
+      {
+        release,
+        files: verified.manifest.files.length,
+        bytes: total,
+        signedBy: verified.signedBy,
+        createdAt: verified.manifest.createdAt,
+      },
+      [
+        `ok: release ${release} verified: ${verified.manifest.files.length} files, ${formatBytes(total)}`,
+        `  signed by    ${verified.signedBy.join(", ")}`,
+      ],
     );
   },
 };
@@ -110,11 +148,32 @@ export const releaseDownload: CommandSpec = {
     "and the next run continues where it stopped.",
   ].join("\n"),
   flags: {
-    identity: { type: "string", value: "DIR", description: "the machine's directory: download its registration's upgrade" },
-    source: { type: "string", value: "URL", description: "an HTTPS mirror's URL of the release directory, instead of --identity" },
-    release: { type: "string", value: "VERSION", description: "the release to download (with --source; required there)" },
-    dest: { type: "string", value: "DIR", description: "where to build the release (default with --identity: DIR/release/<version>)" },
-    "trusted-key": { type: "string", multiple: true, value: "FILE", description: "a trusted release public key, PEM (required)" },
+    identity: {
+      type: "string",
+      value: "DIR",
+      description: "the machine's directory: download its registration's upgrade",
+    },
+    source: {
+      type: "string",
+      value: "URL",
+      description: "an HTTPS mirror's URL of the release directory, instead of --identity",
+    },
+    release: {
+      type: "string",
+      value: "VERSION",
+      description: "the release to download (with --source; required there)",
+    },
+    dest: {
+      type: "string",
+      value: "DIR",
+      description: "where to build the release (default with --identity: DIR/release/<version>)",
+    },
+    "trusted-key": {
+      type: "string",
+      multiple: true,
+      value: "FILE",
+      description: "a trusted release public key, PEM (required)",
+    },
     threshold: { type: "string", value: "N", description: "distinct trusted keys that must have signed (default 1)" },
     "mirror-ca": { type: "string", value: "FILE", description: "CA certificate (PEM) of a mirror with a private CA" },
   },
@@ -123,13 +182,18 @@ export const releaseDownload: CommandSpec = {
     const usage = (message: string) => new CliError("USAGE", message, { command: "release download" });
     const dir = stringFlag(args, "identity", command);
     const source = stringFlag(args, "source", command);
-    if ((dir === undefined) === (source === undefined)) throw usage("give --identity DIR or --source URL (one of them)");
+    if ((dir === undefined) === (source === undefined))
+      throw usage("give --identity DIR or --source URL (one of them)");
     const trustedKeys = await trustedKeysOf(args);
     if (trustedKeys.length === 0) throw usage("--trusted-key is required");
     const threshold = numberFlag(args, "threshold", command);
     const mirrorCaFile = stringFlag(args, "mirror-ca", command);
     const mirrorCa = mirrorCaFile === undefined ? undefined : await readTextFile(mirrorCaFile, "mirror CA");
-    const common = { trustedKeys, ...(threshold !== undefined ? { threshold } : {}), ...(mirrorCa !== undefined ? { mirrorCa } : {}) };
+    const common = {
+      trustedKeys,
+      ...(threshold !== undefined ? { threshold } : {}),
+      ...(mirrorCa !== undefined ? { mirrorCa } : {}),
+    };
 
     let downloaded;
     let destDir: string;
@@ -138,8 +202,13 @@ export const releaseDownload: CommandSpec = {
       const { identity } = await openIdentityDir(dir, { create: false, warn: (text) => ctx.out.warn(text) });
       const registration = await fetchRegistration(session, identity, ctx.signal);
       const upgrade = registration.upgrade;
-      if (!upgrade) throw new CliError("NO_UPGRADE", `the registration ${session.joinId} is ${registration.state} and names no upgrade to download`);
-      if (!SAFE_RELEASE.test(upgrade.to)) throw new CliError("NO_UPGRADE", "the cluster names a release that is not a safe directory name");
+      if (!upgrade)
+        throw new CliError(
+          "NO_UPGRADE",
+          `the registration ${session.joinId} is ${registration.state} and names no upgrade to download`,
+        );
+      if (!SAFE_RELEASE.test(upgrade.to))
+        throw new CliError("NO_UPGRADE", "the cluster names a release that is not a safe directory name");
       destDir = stringFlag(args, "dest", command) ?? join(dir, IDENTITY_FILES.release, upgrade.to);
       downloaded = await downloadUpgrade(ctx, { ...common, upgrade, destDir, session, identity });
     } else {

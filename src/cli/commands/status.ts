@@ -40,7 +40,10 @@ export const status: CommandSpec = {
       `  release       ${session.release}`,
       `  cluster CA    ${session.caFingerprint}`,
     ];
-    if (delivery) lines.push(`  delivery      node ${delivery.nodeId}${written ? `, written to ${written.dir}` : " (use --write-delivery to write it)"}`);
+    if (delivery)
+      lines.push(
+        `  delivery      node ${delivery.nodeId}${written ? `, written to ${written.dir}` : " (use --write-delivery to write it)"}`,
+      );
     ctx.out.result(
       {
         joinId: session.joinId,
@@ -51,7 +54,9 @@ export const status: CommandSpec = {
         state: registration.state,
         pairingCode: registration.pairingCode,
         registration: view,
-        ...(delivery ? { delivery: { nodeId: delivery.nodeId, ...(written ? { dir: written.dir, files: written.files } : {}) } } : {}),
+        ...(delivery
+          ? { delivery: { nodeId: delivery.nodeId, ...(written ? { dir: written.dir, files: written.files } : {}) } }
+          : {}),
       },
       lines,
     );

@@ -58,12 +58,20 @@ export async function indexBlockDevices(ctx: SourceContext): Promise<BlockIndex>
       if (!sub.startsWith(name)) continue;
       const number = Number(await readAttr(`${dir}/${sub}/partition`));
       if (!Number.isSafeInteger(number) || number <= 0) continue;
-      const dev: BlockDev = { name: sub, dir: `${dir}/${sub}`, parent: name, majmin: await readAttr(`${dir}/${sub}/dev`) };
+      const dev: BlockDev = {
+        name: sub,
+        dir: `${dir}/${sub}`,
+        parent: name,
+        majmin: await readAttr(`${dir}/${sub}/dev`),
+      };
       add(dev);
       parts.push({ dev, number });
     }
     parts.sort((a, b) => a.number - b.number);
-    partitionsOf.set(name, parts.map((p) => p.dev));
+    partitionsOf.set(
+      name,
+      parts.map((p) => p.dev),
+    );
   }
   return { byName, byMajmin, byDmName, partitionsOf };
 }

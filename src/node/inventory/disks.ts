@@ -103,10 +103,16 @@ async function describeDisk(
   const partitions = await Promise.all((index.partitionsOf.get(dev.name) ?? []).map(facts));
   const stackDepths = await walkStack(index, dev);
   const stack = await Promise.all([...stackDepths.keys()].map((name) => facts(index.byName.get(name)!)));
-  stack.sort((a, b) => stackDepths.get(b.dev.name)! - stackDepths.get(a.dev.name)! || compareNatural(a.dev.name, b.dev.name));
+  stack.sort(
+    (a, b) => stackDepths.get(b.dev.name)! - stackDepths.get(a.dev.name)! || compareNatural(a.dev.name, b.dev.name),
+  );
 
   // Mounts anywhere on the disk: the disk, its partitions, the stacked devices and their partitions.
-  const onDisk = [dev, ...partitions.map((p) => p.dev), ...stack.flatMap((s) => [s.dev, ...(index.partitionsOf.get(s.dev.name) ?? [])])];
+  const onDisk = [
+    dev,
+    ...partitions.map((p) => p.dev),
+    ...stack.flatMap((s) => [s.dev, ...(index.partitionsOf.get(s.dev.name) ?? [])]),
+  ];
   const mountpoints = [...new Set(onDisk.flatMap((d) => uses.get(d.name)?.mountpoints ?? []))].sort();
 
   const byId = new Set(byIdLinks.get(dev.name) ?? []);
@@ -228,10 +234,16 @@ const KIND_OF_SIGNATURE: Record<string, string> = {
  * process can open the device. Otherwise a disk with no visible structure gets no
  * `holders` at all: "unknown" must never read as "safe to wipe".
  */
-async function describeHolders(ctx: SourceContext, index: BlockIndex, disk: Facts, partitions: Facts[]): Promise<DiskHolder[] | undefined> {
+async function describeHolders(
+  ctx: SourceContext,
+  index: BlockIndex,
+  disk: Facts,
+  partitions: Facts[],
+): Promise<DiskHolder[] | undefined> {
   const holders: DiskHolder[] = [];
   const tableType = asString(disk.lsblk?.pttype) ?? udevText(disk.udev, "ID_PART_TABLE_TYPE");
-  if (tableType || partitions.length > 0) holders.push(compact({ kind: "partition-table", device: disk.dev.name, detail: tableType }));
+  if (tableType || partitions.length > 0)
+    holders.push(compact({ kind: "partition-table", device: disk.dev.name, detail: tableType }));
 
   for (const item of [disk, ...partitions]) {
     const device = item.dev.name;
@@ -259,7 +271,8 @@ async function describeHolders(ctx: SourceContext, index: BlockIndex, disk: Fact
   }
 
   if (holders.length > 0) return holders;
-  const probed = disk.udev !== undefined || (disk.lsblk !== undefined && (await canOpen(at(ctx, devNode(disk.dev.name)))));
+  const probed =
+    disk.udev !== undefined || (disk.lsblk !== undefined && (await canOpen(at(ctx, devNode(disk.dev.name)))));
   return probed ? [] : undefined;
 }
 
@@ -307,7 +320,11 @@ function attrBool(value: string | undefined): boolean | undefined {
 function vpdSerial(page: Buffer | undefined): string | undefined {
   if (!page || page.length < 4 || page[1] !== 0x80) return undefined;
   const length = (page[2]! << 8) | page[3]!;
-  const serial = page.subarray(4, 4 + length).toString("latin1").replace(/\0/g, "").trim();
+  const serial = page
+    .subarray(4, 4 + length)
+    .toString("latin1")
+    .replace(/\0/g, "")
+    .trim();
   return serial || undefined;
 }
 

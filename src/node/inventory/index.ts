@@ -6,4 +6,13 @@
 
 export { collectInventory, type CollectInventoryOptions } from "./collect.js";
 export type { RunCommand } from "./source.js";
-export type { DiskHolder, DiskPartition, Inventory, InventoryCpu, InventoryDisk, InventoryNic, OsDiskLayout, StackDevice } from "./types.js";
+export type {
+  DiskHolder,
+  DiskPartition,
+  Inventory,
+  InventoryCpu,
+  InventoryDisk,
+  InventoryNic,
+  OsDiskLayout,
+  StackDevice,
+} from "./types.js";

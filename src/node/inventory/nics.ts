@@ -63,7 +63,7 @@ export async function collectNics(ctx: SourceContext, addrJson: unknown, routeJs
         mtu: asInt(ip?.mtu) ?? (await readInt(`${dir}/mtu`)),
         // Software interfaces (bridges, bonds, VLANs) have no device and so no driver link.
         driver: hasDevice ? await linkName(`${dir}/device/driver`) : undefined,
-        addresses: ip ? addressesFromIp(ip) : fallbackAddresses?.get(name) ?? (fallbackAddresses ? [] : undefined),
+        addresses: ip ? addressesFromIp(ip) : (fallbackAddresses?.get(name) ?? (fallbackAddresses ? [] : undefined)),
         wireless: (await exists(`${dir}/wireless`)) || (await exists(`${dir}/phy80211`)),
         routes: routes ? (routes.get(name) ?? []) : undefined,
       }),
@@ -83,7 +83,12 @@ export async function runIp(ctx: SourceContext): Promise<[unknown, unknown]> {
  * still has the address its driver read from the hardware (`addr_assign_type` 0, which
  * only means "permanent" for a device with hardware behind it).
  */
-async function permanentMac(dir: string, ip: Record<string, unknown> | undefined, mac: string | undefined, hasDevice: boolean): Promise<string | undefined> {
+async function permanentMac(
+  dir: string,
+  ip: Record<string, unknown> | undefined,
+  mac: string | undefined,
+  hasDevice: boolean,
+): Promise<string | undefined> {
   const known = validMac(asString(ip?.permaddr)) ?? validMac(await readAttr(`${dir}/bonding_slave/perm_hwaddr`));
   if (known) return known;
   return hasDevice && (await readAttr(`${dir}/addr_assign_type`)) === "0" ? mac : undefined;

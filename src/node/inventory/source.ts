@@ -209,7 +209,9 @@ export function compact<T extends object>(value: T): T {
 
 /** A JSON value as a plain object, or undefined. */
 export function asRecord(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  return typeof value === "object" && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
 }
 
 /** A JSON value as a trimmed non-empty string, or undefined. */
@@ -229,6 +231,7 @@ export function asBool(value: unknown): boolean | undefined {
 
 /** A JSON value as a safe integer; older lsblk prints sizes as strings even with `--bytes`. */
 export function asInt(value: unknown): number | undefined {
-  const n = typeof value === "number" ? value : typeof value === "string" && /^\d+$/.test(value.trim()) ? Number(value) : NaN;
+  const n =
+    typeof value === "number" ? value : typeof value === "string" && /^\d+$/.test(value.trim()) ? Number(value) : NaN;
   return Number.isSafeInteger(n) ? n : undefined;
 }

@@ -20,7 +20,11 @@ const noTools: RunCommand = async (file) => {
 
 /** A runner answering from a root's recordings, except for the tools named, which are missing. */
 function recordedWithout(root: string, ...missing: string[]): RunCommand {
-  const files: Record<string, string> = { "lsblk --json --bytes --output-all": "lsblk.json", "ip -json addr": "ip-addr.json", "ip -json route": "ip-route.json" };
+  const files: Record<string, string> = {
+    "lsblk --json --bytes --output-all": "lsblk.json",
+    "ip -json addr": "ip-addr.json",
+    "ip -json route": "ip-route.json",
+  };
   return async (file, args) => {
     if (missing.includes(file)) return noTools(file, args, {});
     return readFileSync(path.join(root, files[[file, ...args].join(" ")]!), "utf8");
@@ -28,7 +32,11 @@ function recordedWithout(root: string, ...missing: string[]): RunCommand {
 }
 
 // The API's shape, strictly: a stray key or a wrong type fails.
-const holder = z.strictObject({ kind: z.string().min(1), device: z.string().min(1), detail: z.string().min(1).optional() });
+const holder = z.strictObject({
+  kind: z.string().min(1),
+  device: z.string().min(1),
+  detail: z.string().min(1).optional(),
+});
 const partition = z.strictObject({
   number: z.number().int().positive(),
   name: z.string().min(1),
@@ -53,7 +61,9 @@ const disk = z.strictObject({
   mountpoints: z.array(z.string().min(1)).optional(),
   holders: z.array(holder).optional(),
   partitions: z.array(partition).optional(),
-  stack: z.array(z.strictObject({ name: z.string().min(1), path: z.string().startsWith("/dev/"), type: z.string().min(1) })).optional(),
+  stack: z
+    .array(z.strictObject({ name: z.string().min(1), path: z.string().startsWith("/dev/"), type: z.string().min(1) }))
+    .optional(),
 });
 const cidr = z.string().regex(/^[0-9a-f:.]+\/\d{1,3}$/);
 const mac = z.string().regex(/^[0-9a-f]{2}(:[0-9a-f]{2})+$/);
@@ -113,8 +123,24 @@ const SERVER_INVENTORY: Inventory = {
         { kind: "md-member", device: "nvme0n1p2", detail: "md127" },
       ],
       partitions: [
-        { number: 1, name: "nvme0n1p1", path: "/dev/nvme0n1p1", sizeBytes: 536_870_912, fsType: "vfat", label: "EFI SYS", partLabel: "EFI System Partition" },
-        { number: 2, name: "nvme0n1p2", path: "/dev/nvme0n1p2", sizeBytes: 999_665_696_768, fsType: "linux_raid_member", label: "server1:0", partLabel: "raid" },
+        {
+          number: 1,
+          name: "nvme0n1p1",
+          path: "/dev/nvme0n1p1",
+          sizeBytes: 536_870_912,
+          fsType: "vfat",
+          label: "EFI SYS",
+          partLabel: "EFI System Partition",
+        },
+        {
+          number: 2,
+          name: "nvme0n1p2",
+          path: "/dev/nvme0n1p2",
+          sizeBytes: 999_665_696_768,
+          fsType: "linux_raid_member",
+          label: "server1:0",
+          partLabel: "raid",
+        },
       ],
       // The LVs before the array they sit on: the order to take them down.
       stack: [
@@ -171,7 +197,16 @@ const SERVER_INVENTORY: Inventory = {
       wireless: false,
       routes: ["172.16.0.0/12", "192.168.50.0/24"],
     },
-    { name: "virbr0", mac: "52:54:00:ab:cd:ef", operState: "down", link: "down", mtu: 1500, addresses: ["192.168.122.1/24"], wireless: false, routes: ["192.168.122.0/24"] },
+    {
+      name: "virbr0",
+      mac: "52:54:00:ab:cd:ef",
+      operState: "down",
+      link: "down",
+      mtu: 1500,
+      addresses: ["192.168.122.1/24"],
+      wireless: false,
+      routes: ["192.168.122.0/24"],
+    },
   ],
   cpu: { model: "Intel(R) Xeon(R) Gold 5122 CPU @ 3.60GHz", sockets: 2, cores: 8, threads: 16, virtualization: "vmx" },
   memoryBytes: 131_598_764 * 1024,
@@ -221,7 +256,17 @@ const VM_INVENTORY: Inventory = {
     },
   ],
   nics: [
-    { name: "enp1s0", mac: "52:54:00:12:34:56", permanentMac: "52:54:00:12:34:56", operState: "up", link: "up", mtu: 1500, driver: "virtio_net", wireless: false, routes: ["192.168.122.0/24"] },
+    {
+      name: "enp1s0",
+      mac: "52:54:00:12:34:56",
+      permanentMac: "52:54:00:12:34:56",
+      operState: "up",
+      link: "up",
+      mtu: 1500,
+      driver: "virtio_net",
+      wireless: false,
+      routes: ["192.168.122.0/24"],
+    },
   ],
   cpu: { model: "AMD EPYC-Rome Processor", sockets: 1, cores: 4, threads: 4, virtualization: "" },
   memoryBytes: 8_148_860 * 1024,
@@ -248,8 +293,24 @@ const EDGE_INVENTORY: Inventory = {
         { kind: "filesystem", device: "mmcblk0p2", detail: "ext4" },
       ],
       partitions: [
-        { number: 1, name: "mmcblk0p1", path: "/dev/mmcblk0p1", sizeBytes: 268_435_456, fsType: "vfat", label: "BOOT", partLabel: "boot" },
-        { number: 2, name: "mmcblk0p2", path: "/dev/mmcblk0p2", sizeBytes: 30_995_906_560, fsType: "ext4", label: "rootfs", partLabel: "root" },
+        {
+          number: 1,
+          name: "mmcblk0p1",
+          path: "/dev/mmcblk0p1",
+          sizeBytes: 268_435_456,
+          fsType: "vfat",
+          label: "BOOT",
+          partLabel: "boot",
+        },
+        {
+          number: 2,
+          name: "mmcblk0p2",
+          path: "/dev/mmcblk0p2",
+          sizeBytes: 30_995_906_560,
+          fsType: "ext4",
+          label: "rootfs",
+          partLabel: "root",
+        },
       ],
       stack: [],
     },
@@ -286,7 +347,9 @@ const EDGE_INVENTORY: Inventory = {
         { kind: "partition-table", device: "sda", detail: "dos" },
         { kind: "filesystem", device: "sda1", detail: "exfat" },
       ],
-      partitions: [{ number: 1, name: "sda1", path: "/dev/sda1", sizeBytes: 30_751_588_352, fsType: "exfat", label: "SANDISK" }],
+      partitions: [
+        { number: 1, name: "sda1", path: "/dev/sda1", sizeBytes: 30_751_588_352, fsType: "exfat", label: "SANDISK" },
+      ],
       stack: [],
     },
     {
@@ -305,7 +368,18 @@ const EDGE_INVENTORY: Inventory = {
     },
   ],
   nics: [
-    { name: "end0", mac: "dc:a6:32:01:02:03", permanentMac: "dc:a6:32:01:02:03", operState: "down", link: "unknown", mtu: 1500, driver: "bcmgenet", addresses: [], wireless: false, routes: [] },
+    {
+      name: "end0",
+      mac: "dc:a6:32:01:02:03",
+      permanentMac: "dc:a6:32:01:02:03",
+      operState: "down",
+      link: "unknown",
+      mtu: 1500,
+      driver: "bcmgenet",
+      addresses: [],
+      wireless: false,
+      routes: [],
+    },
     {
       name: "wlan0",
       mac: "dc:a6:32:01:02:04",
@@ -495,7 +569,11 @@ describe.runIf(process.platform === "linux")("collectInventory on this machine",
       }));
     expect(structure(without)).toStrictEqual(structure(withTools));
     // getifaddrs and `ip` list the same addresses; the order of families may differ.
-    const network = (inv: Inventory) => inv.nics!.map(({ permanentMac: _, addresses, ...rest }) => ({ ...rest, addresses: [...(addresses ?? [])].sort() }));
+    const network = (inv: Inventory) =>
+      inv.nics!.map(({ permanentMac: _, addresses, ...rest }) => ({
+        ...rest,
+        addresses: [...(addresses ?? [])].sort(),
+      }));
     expect(network(without)).toStrictEqual(network(withTools));
     expect(without.cpu).toStrictEqual(withTools.cpu);
   });
@@ -508,6 +586,11 @@ describe.runIf(process.platform === "linux")("collectInventory on this machine",
       return;
     }
     const inventory = await collectInventory();
-    expect(inventory.nics!.map((n) => n.name).sort()).toStrictEqual(links.map((l) => l.ifname).filter((n) => n !== "lo").sort());
+    expect(inventory.nics!.map((n) => n.name).sort()).toStrictEqual(
+      links
+        .map((l) => l.ifname)
+        .filter((n) => n !== "lo")
+        .sort(),
+    );
   });
 });

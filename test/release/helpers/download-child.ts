@@ -4,7 +4,13 @@
  */
 import { downloadRelease } from "../../../src/release/index.js";
 
-const config = JSON.parse(process.argv[2] ?? "{}") as { url: string; ca: string; destDir: string; release: string; key: string };
+const config = JSON.parse(process.argv[2] ?? "{}") as {
+  url: string;
+  ca: string;
+  destDir: string;
+  release: string;
+  key: string;
+};
 await downloadRelease({
   upgrade: { to: config.release, source: config.url },
   mirror: { ca: config.ca },

@@ -5,7 +5,7 @@
  * that can break any answer in one of the ways the adversarial suite needs.
  */
 import { createReadStream } from "node:fs";
-import { open, stat } from "node:fs/promises";
+import { open, stat, type FileHandle } from "node:fs/promises";
 import { createServer, type Server } from "node:https";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
@@ -146,7 +146,8 @@ export async function startMirror(options: MirrorOptions): Promise<Mirror> {
     const picked = hook?.(request);
     const faults = picked === undefined ? [] : Array.isArray(picked) ? picked : [picked];
     entry.faults = faults.map((f) => f.kind);
-    const fault = <K extends MirrorFault["kind"]>(kind: K) => faults.find((f) => f.kind === kind) as Extract<MirrorFault, { kind: K }> | undefined;
+    const fault = <K extends MirrorFault["kind"]>(kind: K) =>
+      faults.find((f) => f.kind === kind) as Extract<MirrorFault, { kind: K }> | undefined;
 
     const status = fault("status");
     if (status) {
@@ -154,7 +155,14 @@ export async function startMirror(options: MirrorOptions): Promise<Mirror> {
       res.statusCode = status.status;
       res.setHeader("content-type", "application/problem+json");
       if (status.retryAfter !== undefined) res.setHeader("retry-after", status.retryAfter);
-      res.end(JSON.stringify({ status: status.status, title: "injected", code: status.code ?? (status.status === 503 ? "RELEASE_BUSY" : `HTTP_${status.status}`), requestId: `rq-${request.n}` }));
+      res.end(
+        JSON.stringify({
+          status: status.status,
+          title: "injected",
+          code: status.code ?? (status.status === 503 ? "RELEASE_BUSY" : `HTTP_${status.status}`),
+          requestId: `rq-${request.n}`,
+        }),
+      );
       return;
     }
 
@@ -167,13 +175,16 @@ export async function startMirror(options: MirrorOptions): Promise<Mirror> {
     }
     const replace = fault("replace");
     const size = replace ? replace.body.length : info.size;
-    const etag = fault("etag")?.value ?? `"${info.ino.toString(16)}-${info.size.toString(16)}-${Math.floor(info.mtimeMs).toString(16)}"`;
+    const etag =
+      fault("etag")?.value ??
+      `"${info.ino.toString(16)}-${info.size.toString(16)}-${Math.floor(info.mtimeMs).toString(16)}"`;
 
     let start = 0;
     let end = size; // exclusive
     let partial = false;
     const range = fault("ignore-range") ? undefined : request.range;
-    const ifRangeOk = request.ifRange === undefined || request.ifRange === etag || fault("ignore-if-range") !== undefined;
+    const ifRangeOk =
+      request.ifRange === undefined || request.ifRange === etag || fault("ignore-if-range") !== undefined;
     const forced416 = fault("416");
     if (forced416 && range) {
       entry.status = 416;
@@ -336,7 +347,7 @@ function send(res: ServerResponse, status: number, text: string): void {
   res.end(text);
 }
 
-async function readAt(fh: import("node:fs/promises").FileHandle, position: number, length: number): Promise<Buffer> {
+async function readAt(fh: FileHandle, position: number, length: number): Promise<Buffer> {
   const buffer = Buffer.allocUnsafe(length);
   let done = 0;
   while (done < length) {

@@ -5,7 +5,12 @@ import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { generateReleaseKeyPair, signReleaseDirectory, type ReleaseKeyPair, type ReleaseManifest } from "../../../src/release/index.js";
+import {
+  generateReleaseKeyPair,
+  signReleaseDirectory,
+  type ReleaseKeyPair,
+  type ReleaseManifest,
+} from "../../../src/release/index.js";
 
 /** A signed release directory on disk. */
 export interface Fixture {
@@ -49,5 +54,8 @@ export async function makeRelease(
 /** Writes raw envelope bytes as the release's payload/manifest.json. */
 export async function writeEnvelope(dir: string, envelope: unknown): Promise<void> {
   await mkdir(join(dir, "payload"), { recursive: true });
-  await writeFile(join(dir, "payload", "manifest.json"), typeof envelope === "string" || Buffer.isBuffer(envelope) ? envelope : JSON.stringify(envelope));
+  await writeFile(
+    join(dir, "payload", "manifest.json"),
+    typeof envelope === "string" || Buffer.isBuffer(envelope) ? envelope : JSON.stringify(envelope),
+  );
 }

@@ -9,7 +9,12 @@ import type { Mirror } from "./mirror.js";
 import type { Fixture } from "./release.js";
 
 /** downloadRelease from `mirror` into `destDir`, trusting the fixture's first key, with millisecond backoff. */
-export function download(fx: Fixture, mirror: Mirror, destDir: string, extra: Partial<DownloadReleaseOptions> = {}): Promise<DownloadedRelease> {
+export function download(
+  fx: Fixture,
+  mirror: Mirror,
+  destDir: string,
+  extra: Partial<DownloadReleaseOptions> = {},
+): Promise<DownloadedRelease> {
   return downloadRelease({
     upgrade: { from: "0.5.0", to: fx.release, source: mirror.url },
     mirror: { ca: mirror.caPem },
