@@ -5,7 +5,11 @@ import { defineConfig } from "tsup";
 // into them fails the build instead of a console's bundle.
 export default defineConfig([
   {
-    entry: { index: "src/index.ts", "testing/index": "src/testing/index.ts" },
+    entry: {
+      index: "src/index.ts",
+      "validate/index": "src/validate/index.ts",
+      "testing/index": "src/testing/index.ts",
+    },
     format: "esm",
     platform: "browser",
     target: "es2022",
@@ -19,12 +23,20 @@ export default defineConfig([
   {
     entry: {
       "node/index": "src/node/index.ts",
+      "release/index": "src/release/index.ts",
+      "server/index": "src/server/index.ts",
       "cli/main": "src/cli/main.ts",
     },
     format: "esm",
     platform: "node",
     target: "node20",
-    dts: { entry: { "node/index": "src/node/index.ts" } },
+    dts: {
+      entry: {
+        "node/index": "src/node/index.ts",
+        "release/index": "src/release/index.ts",
+        "server/index": "src/server/index.ts",
+      },
+    },
     sourcemap: true,
     clean: false,
     splitting: true,

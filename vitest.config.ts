@@ -9,7 +9,10 @@ export default defineConfig({
   resolve: {
     alias: [
       { find: /^@stratum\/join$/, replacement: source("./src/index.ts") },
+      { find: /^@stratum\/join\/validate$/, replacement: source("./src/validate/index.ts") },
       { find: /^@stratum\/join\/node$/, replacement: source("./src/node/index.ts") },
+      { find: /^@stratum\/join\/release$/, replacement: source("./src/release/index.ts") },
+      { find: /^@stratum\/join\/server$/, replacement: source("./src/server/index.ts") },
       { find: /^@stratum\/join\/testing$/, replacement: source("./src/testing/index.ts") },
     ],
   },

@@ -9,14 +9,8 @@ import { X509Certificate } from "node:crypto";
 import { startReferenceServer } from "../examples/reference-server/server.js";
 import { createAdminClient, parseJoinUrl } from "../src/index.js";
 import { checkJoinCode, createMachineIdentity, createThrowawayIdentity, registerMachine } from "../src/node/index.js";
-import {
-  createJoinCodeRecord,
-  createServerSetup,
-  finishLogin,
-  finishServerLogin,
-  startLogin,
-  startServerLogin,
-} from "../src/node/opaque.js";
+import { createJoinCodeRecord, createServerSetup, finishServerLogin, startServerLogin } from "../src/server/opaque.js";
+import { finishLogin, startLogin } from "../src/node/opaque.js";
 
 const runs = Number(process.env.BENCH_RUNS ?? 11);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;

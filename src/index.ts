@@ -1,65 +1,63 @@
 /**
  * `@stratum/join`: the browser-safe core of the Stratum join SDK. Join codes and join URLs,
- * the pairing code, the errors every function throws, the typed admin client the console
- * uses, and opt-in response validation. Runs unchanged in a browser and in Node.
+ * the pairing code, the join states, the errors every function throws, and the typed admin
+ * client the console uses. Runs unchanged in a browser and in Node.
  *
- * The Node-only joiner (identity, pinned TLS, OPAQUE, registration, releases) is
- * `@stratum/join/node`.
+ * Response validation (zod) is `@stratum/join/validate`, so a console that does not ask for
+ * it bundles no zod. The Node-only joiner is `@stratum/join/node`; release publishing is
+ * `@stratum/join/release`; the founder's half of the protocol is `@stratum/join/server`.
  * @module
  */
 
-export {
-  parseJoinCode,
-  isJoinCode,
-  formatJoinCode,
-  generateJoinCode,
-  JOIN_CODE_LENGTH,
-  type JoinCode,
-} from "./core/join-code.js";
+export { parseJoinCode, isJoinCode, formatJoinCode, generateJoinCode, type JoinCode } from "./core/join-code.js";
 export {
   parseJoinUrl,
   formatJoinUrl,
   parseEndpoint,
   formatEndpoint,
   DEFAULT_JOIN_PORT,
-  JoinUrlError,
   type JoinUrl,
   type JoinUrlParts,
   type JoinEndpoint,
-  type JoinUrlErrorReason,
 } from "./core/join-url.js";
+export { formatPairingCode, parsePairingCode } from "./core/pairing.js";
 export {
-  derivePairingCode,
-  formatPairingCode,
-  parsePairingCode,
-  PairingCodeError,
-  type PairingCodeErrorReason,
-} from "./core/pairing.js";
+  JOIN_STATES,
+  FINAL_JOIN_STATES,
+  WAITING_JOIN_STATES,
+  RUNNING_JOIN_STATES,
+  isFinalState,
+  isJoinState,
+} from "./core/join-states.js";
 export {
   StratumError,
   JoinCodeError,
+  JoinUrlError,
+  PairingCodeError,
   StratumApiError,
   ResponseValidationError,
   NetworkError,
   TimeoutError,
   isAbortError,
   type JoinCodeErrorReason,
+  type JoinUrlErrorReason,
+  type PairingCodeErrorReason,
   type FieldProblem,
   type ProblemBody,
   type ValidationIssue,
 } from "./errors/index.js";
 export { redact, REDACTED } from "./core/redact.js";
-export { parseRetryAfter } from "./core/retry.js";
 export {
   createAdminClient,
   watchJoins,
-  diffJoins,
   type AdminClient,
   type AdminClientOptions,
   type CallOptions,
   type TokenProvider,
   type JoinChange,
   type WatchJoinsOptions,
+  type ApiSchemas,
 } from "./admin/index.js";
-export { validateResponses, type ResponseValidator, type ValidationResult } from "./schemas/index.js";
+// Types only: the validator itself is in `@stratum/join/validate`.
+export type { ResponseValidator, ValidationResult, AdminOperationId } from "./schemas/index.js";
 export type * from "./types.js";

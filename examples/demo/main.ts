@@ -19,14 +19,13 @@ import {
   collectInventory,
   createMachineIdentity,
   downloadRelease,
-  generateReleaseKeyPair,
   registerMachine,
   reportProgress,
   serializeJoinSession,
-  signReleaseDirectory,
   waitForRegistration,
   writeDelivery,
 } from "@stratum/join/node";
+import { generateReleaseKeyPair, signReleaseDirectory } from "@stratum/join/release";
 import { startReferenceServer } from "../reference-server/server.js";
 
 const CLUSTER_RELEASE = "0.6.0";

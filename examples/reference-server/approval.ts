@@ -10,7 +10,7 @@
  */
 
 import { isIP } from "node:net";
-import type { DiskAssignment, Inventory, Link } from "../../src/types.js";
+import type { DiskAssignment, Inventory, Link } from "@stratum/join";
 import { bareIp, inNetwork, ipv4ToInt, nextFree, parseCidr, type Cidr } from "./addresses.js";
 import type { ClusterSettings } from "./config.js";
 import { isLoopbackHost } from "./config.js";

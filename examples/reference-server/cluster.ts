@@ -27,11 +27,26 @@ import {
   closeSync,
 } from "node:fs";
 import { join } from "node:path";
-import { generateJoinCode } from "../../src/core/join-code.js";
-import { JoinUrlError, formatEndpoint, formatJoinUrl, parseEndpoint } from "../../src/core/join-url.js";
-import { createJoinCodeRecord, createServerSetup } from "../../src/node/opaque.js";
-import { createClusterCa, issueNodeCertificate, type ClusterCa } from "../../src/node/pki.js";
-import type { CodeCheck, JoinCodeInfo, MintedJoinCode, NodeJoin, Registration, Step } from "../../src/types.js";
+import {
+  generateJoinCode,
+  JoinUrlError,
+  formatEndpoint,
+  formatJoinUrl,
+  parseEndpoint,
+  type CodeCheck,
+  type JoinCodeInfo,
+  type MintedJoinCode,
+  type NodeJoin,
+  type Registration,
+  type Step,
+} from "@stratum/join";
+import {
+  createClusterCa,
+  createJoinCodeRecord,
+  createServerSetup,
+  issueNodeCertificate,
+  type ClusterCa,
+} from "@stratum/join/server";
 import { checkApproval } from "./approval.js";
 import { DEFAULT_CLUSTER, type ClusterSettings, type Limits, type Timing } from "./config.js";
 import {

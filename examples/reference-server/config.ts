@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { ClusterNetworks } from "../../src/types.js";
+import type { ClusterNetworks } from "@stratum/join";
 import type { Logger } from "./http.js";
 
 /** Per-address and cluster-wide limits of the join listener. */

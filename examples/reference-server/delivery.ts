@@ -7,7 +7,7 @@
  */
 
 import { stringify } from "yaml";
-import type { Bundle, ClusterNode, Delivery } from "../../src/types.js";
+import type { Bundle, ClusterNode, Delivery } from "@stratum/join";
 import { bareIp, inNetwork, parseCidr } from "./addresses.js";
 import type { ClusterSettings } from "./config.js";
 import type { MemberRow, StoredAssignment } from "./store.js";

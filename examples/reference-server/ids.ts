@@ -6,12 +6,10 @@
  */
 
 import { randomBytes } from "node:crypto";
-import { encodeBase32Bits } from "../../src/core/base32.js";
+import { randomCrockford } from "@stratum/join/server";
 
 /** `symbols` random Crockford symbols (upper case). */
-export function randomSymbols(symbols: number): string {
-  return encodeBase32Bits(randomBytes(Math.ceil((symbols * 5) / 8)), symbols);
-}
+export const randomSymbols = randomCrockford;
 
 /** A join code's id, e.g. `jc-7q2m9k4d`. */
 export const newCodeId = (): string => `jc-${randomSymbols(8).toLowerCase()}`;

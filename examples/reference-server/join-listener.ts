@@ -24,19 +24,19 @@ import {
   bindingTranscript,
   derivePairingCode,
   deriveBindingKeys,
-  formatPairingCode,
-  serverBinding,
-  verifyBinding,
-  type BindingKeys,
-} from "../../src/core/pairing.js";
-import { finishServerLogin, startServerLogin } from "../../src/node/opaque.js";
-import {
   disableSessionTickets,
+  finishServerLogin,
+  formatPairingCode,
+  issueListenerCertificate,
   peerKeyFingerprint,
+  serverBinding,
+  startServerLogin,
   tlsExporter,
   tlsServerOptions,
-} from "../../src/node/pinned-connection.js";
-import { issueListenerCertificate, type IssuedCertificate } from "../../src/node/pki.js";
+  verifyBinding,
+  type BindingKeys,
+  type IssuedCertificate,
+} from "@stratum/join/server";
 import type { Cluster } from "./cluster.js";
 import type { Limits, Timing } from "./config.js";
 import {

@@ -12,7 +12,7 @@ import type { AddressInfo } from "node:net";
 import { isIP } from "node:net";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
-import { issueNodeCertificate } from "../../src/node/pki.js";
+import { issueNodeCertificate } from "@stratum/join/server";
 import { adminRouter } from "./admin-api.js";
 import { PERMISSIONS, createToken, putToken, type Permission } from "./auth.js";
 import { Cluster, type UpgradeState } from "./cluster.js";

@@ -12,7 +12,7 @@
 import { EventEmitter } from "node:events";
 import { chmodSync, closeSync, existsSync, openSync } from "node:fs";
 import Database from "better-sqlite3";
-import type { Assignment, Delivery, Inventory, Step, Upgrade } from "../../src/types.js";
+import type { Assignment, Delivery, Inventory, Step, Upgrade } from "@stratum/join";
 
 /** The states of a join (the spec's `JoinState`). */
 export type JoinState =

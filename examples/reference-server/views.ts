@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { JoinCodeInfo, Member, NodeJoin, Registration } from "../../src/types.js";
+import type { JoinCodeInfo, Member, NodeJoin, Registration } from "@stratum/join";
 import type { JoinCodeRow, JoinRow, MemberRow, StoredAssignment } from "./store.js";
 
 /** An ISO 8601 time from epoch ms. */

@@ -6,11 +6,11 @@
  * @module
  */
 
-import { randomBytes } from "node:crypto";
-import { chmod, lstat, mkdir, open, readFile, rename, rm } from "node:fs/promises";
+import { chmod, lstat, mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createMachineIdentity, loadMachineIdentity, type MachineIdentity } from "../node/identity.js";
 import { parseJoinSession, serializeJoinSession, type JoinSession } from "../node/join-session.js";
+import { errorCode, writeFileDurably } from "../fs/durable.js";
 import { CliError } from "./args.js";
 
 /** File names inside the identity directory. */
@@ -46,8 +46,8 @@ export async function readJsonFile(path: string, what: string): Promise<unknown>
 }
 
 /**
- * Writes `content` to `path` with `mode`, all or nothing: a temp file beside it, fsynced, then
- * renamed over. With `exclusive`, an existing `path` is refused rather than replaced.
+ * Writes `content` to `path` with `mode`, durably (see `writeFileDurably`). With `exclusive`,
+ * an existing `path` is refused rather than replaced. Failures are `FILE_ERROR` naming the file.
  */
 export async function writeFileAtomic(
   path: string,
@@ -55,28 +55,13 @@ export async function writeFileAtomic(
   mode: number,
   options: { exclusive?: boolean } = {},
 ): Promise<void> {
-  if (options.exclusive && (await exists(path)))
-    throw new CliError("FILE_ERROR", `${path} already exists; not overwriting it`);
-  const temp = `${path}.tmp-${randomBytes(4).toString("hex")}`;
   try {
-    const handle = await open(temp, "wx", mode);
-    try {
-      // The umask may have narrowed the mode at creation; a 0644 certificate should stay 0644.
-      await handle.chmod(mode);
-      await handle.writeFile(content);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(temp, path);
+    await writeFileDurably(path, content, { mode, exclusive: options.exclusive ?? false });
   } catch (cause) {
-    await rm(temp, { force: true }).catch(() => undefined);
-    if (cause instanceof CliError) throw cause;
-    throw new CliError(
-      "FILE_ERROR",
-      `cannot write ${path}: ${(cause as NodeJS.ErrnoException).code ?? (cause as Error).message}`,
-      { cause },
-    );
+    if (errorCode(cause) === "EEXIST") throw new CliError("FILE_ERROR", `${path} already exists; not overwriting it`);
+    throw new CliError("FILE_ERROR", `cannot write ${path}: ${errorCode(cause) ?? (cause as Error).message}`, {
+      cause,
+    });
   }
 }
 

@@ -1,28 +1,19 @@
 /**
- * Steps the joiner commands share: the join target from the flags, one GET of the
- * registration view, waiting for a state while printing each change, and the self-upgrade
+ * Steps the joiner commands share: the join target from the flags, waiting for a state while printing each change, and the self-upgrade
  * download with its progress bar.
  * @module
  */
 
 import { join } from "node:path";
-import { problemFromBody } from "../core/problem.js";
-import { parseRetryAfter } from "../core/retry.js";
-import { StratumError, TimeoutError } from "../errors/index.js";
-import { concealSecrets, writeDelivery, type WrittenDelivery } from "../node/delivery.js";
+import { isFinalState } from "../core/join-states.js";
+import { RegistrationEndedError, StratumError, TimeoutError } from "../errors/index.js";
+import { writeDelivery, type WrittenDelivery } from "../node/delivery.js";
 import type { MachineIdentity } from "../node/identity.js";
 import type { JoinTarget } from "../node/joiner.js";
 import type { JoinSession } from "../node/join-session.js";
-import {
-  FINAL_STATES,
-  openSessionConnection,
-  RegistrationEndedError,
-  reportProgress,
-  watchRegistration,
-} from "../node/registration.js";
+import { reportProgress, watchRegistration } from "../node/registration.js";
 import { downloadRelease } from "../node/self-upgrade.js";
 import type { DownloadedRelease, ReleaseProgress, ReleaseUpgrade } from "../release/download.js";
-import { parseResponse, RegistrationSchema } from "../schemas/index.js";
 import type { JoinState, Registration } from "../types.js";
 import {
   CliError,
@@ -35,19 +26,6 @@ import {
 } from "./args.js";
 import { IDENTITY_FILES, readTextFile } from "./files.js";
 import { formatBytes } from "./output.js";
-
-/** Every state a registration can be in, for `--wait`. */
-export const JOIN_STATES: readonly JoinState[] = [
-  "needs-upgrade",
-  "pending",
-  "approved",
-  "delivering",
-  "installing",
-  "joined",
-  "failed",
-  "rejected",
-  "expired",
-];
 
 /** A release name safe as a directory name: it comes from the cluster and becomes `DIR/release/<version>`. */
 export const SAFE_RELEASE = /^[0-9A-Za-z][0-9A-Za-z._+-]{0,63}$/;
@@ -86,36 +64,6 @@ export function joinTargetOf(args: ParsedArgs, command: CommandSpec): JoinTarget
 /** The trusted release keys of `--trusted-key FILE` (PEM), read from disk. */
 export async function trustedKeysOf(args: ParsedArgs): Promise<string[]> {
   return Promise.all(listFlag(args, "trusted-key").map((file) => readTextFile(file, "trusted release key")));
-}
-
-/**
- * One GET of the registration view over a connection pinned to the session, with no retry:
- * `status` answers what is true now, or says why it cannot.
- */
-export async function fetchRegistration(
-  session: JoinSession,
-  identity: MachineIdentity,
-  signal: AbortSignal,
-): Promise<Registration> {
-  const path = `/v1/join/registrations/${encodeURIComponent(session.joinId)}`;
-  const connection = await openSessionConnection(session, identity, { signal });
-  try {
-    const response = await connection.request({ path, signal });
-    if (response.status !== 200) {
-      const retryAfter = response.headers["retry-after"];
-      throw problemFromBody(
-        response.status,
-        response.json,
-        parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter),
-        `GET ${path}`,
-      );
-    }
-    const registration = parseResponse(RegistrationSchema, `GET ${path}`, response.json) as Registration;
-    if (registration.delivery) concealSecrets(registration.delivery);
-    return registration;
-  } finally {
-    await connection.close();
-  }
 }
 
 /** One line about a registration's state, for a person. */
@@ -196,7 +144,7 @@ export async function waitForState(
         ctx.out.say(`delivery for node ${view.delivery.nodeId} written to ${delivery.dir} (files 0600)`);
       }
       if (view.state === options.until) return { registration: view, ...(delivery ? { delivery } : {}) };
-      if (FINAL_STATES.includes(view.state)) throw new RegistrationEndedError(view);
+      if (isFinalState(view.state)) throw new RegistrationEndedError(view);
     }
     throw new StratumError("REGISTRATION_ENDED", "the registration's watch ended without a view");
   } catch (error) {

@@ -49,6 +49,16 @@ export function encodeBase32Bits(bytes: Uint8Array, symbols: number): string {
   return out;
 }
 
+/**
+ * `symbols` uniformly random Crockford symbols (upper case) from `crypto.getRandomValues`:
+ * for identifiers such as a PAKE session (`pk-` and 16 symbols) or a founder's own ids.
+ */
+export function randomCrockford(symbols: number): string {
+  const bytes = new Uint8Array(Math.ceil((symbols * 5) / 8));
+  globalThis.crypto.getRandomValues(bytes);
+  return encodeBase32Bits(bytes, symbols);
+}
+
 /** What {@link readSymbols} found: the canonical symbols, or the first character it cannot read. */
 export type SymbolReading = { ok: true; symbols: string } | { ok: false; position: number; character: string };
 

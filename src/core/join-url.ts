@@ -6,7 +6,7 @@
  * @module
  */
 
-import { JoinCodeError, StratumError } from "../errors/index.js";
+import { JoinCodeError, JoinUrlError } from "../errors/index.js";
 import { describeCharacter } from "./base32.js";
 import { parseJoinCode, type JoinCode } from "./join-code.js";
 
@@ -15,24 +15,6 @@ export const DEFAULT_JOIN_PORT = 9444;
 
 /** The scheme of join URLs, without `://`. */
 export const JOIN_URL_SCHEME = "stratum-join";
-
-/** What is wrong with a join URL or endpoint. */
-export type JoinUrlErrorReason = "empty" | "scheme" | "host" | "port" | "path";
-
-/**
- * A join URL or join endpoint that is not well formed (`code` `JOIN_URL_MALFORMED`). A
- * malformed code inside a well-formed URL is a {@link JoinCodeError} instead.
- */
-export class JoinUrlError extends StratumError {
-  /** Which part is wrong: nothing given, the scheme, the host, the port, or the path (no code, or more than a code). */
-  readonly reason: JoinUrlErrorReason;
-
-  constructor(reason: JoinUrlErrorReason, message: string) {
-    super("JOIN_URL_MALFORMED", message);
-    this.name = "JoinUrlError";
-    this.reason = reason;
-  }
-}
 
 /** Where a join listener is reached. */
 export interface JoinEndpoint {

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { StratumError } from "../errors/index.js";
+import { PairingCodeError, StratumError } from "../errors/index.js";
 import { describeCharacter, encodeBase32Bits, readSymbols } from "./base32.js";
 import { concatBytes, fromBase64, toBase64, utf8 } from "./bytes.js";
 
@@ -179,27 +179,6 @@ export async function verifyBinding(
 export async function derivePairingCode(pairingKey: Uint8Array, clientKeyFingerprint: string): Promise<string> {
   const fingerprint = normalizeFingerprint(clientKeyFingerprint, "clientKeyFingerprint");
   return encodeBase32Bits(await hmac(pairingKey, utf8(fingerprint)), PAIRING_CODE_LENGTH);
-}
-
-/** Why a pairing code was refused. */
-export type PairingCodeErrorReason = "empty" | "length" | "character";
-
-/** A pairing code that is not well formed (`code` `PAIRING_CODE_MALFORMED`). */
-export class PairingCodeError extends StratumError {
-  /** What is wrong: nothing given, not 6 symbols, or a character outside the alphabet. */
-  readonly reason: PairingCodeErrorReason;
-  /** With `character`: the 1-based position (in code points) of the offending character. */
-  readonly position: number | undefined;
-  /** With `character`: the offending character. */
-  readonly character: string | undefined;
-
-  constructor(reason: PairingCodeErrorReason, message: string, extra: { position?: number; character?: string } = {}) {
-    super("PAIRING_CODE_MALFORMED", message);
-    this.name = "PairingCodeError";
-    this.reason = reason;
-    this.position = extra.position;
-    this.character = extra.character;
-  }
 }
 
 /**

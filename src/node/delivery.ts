@@ -9,6 +9,7 @@ import { mkdir, open, rename, rm, stat } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { sensitiveFields } from "../../generated/sensitive.js";
 import { StratumError } from "../errors/index.js";
+import { fsyncDir } from "../fs/durable.js";
 import type { Bundle, Delivery } from "../types.js";
 
 /** The bundle's secret fields, as openapi.yaml marks them (`x-sensitive`). */
@@ -116,13 +117,4 @@ export async function writeDelivery(dir: string, delivery: Delivery): Promise<Wr
   const files: Record<string, string> = {};
   for (const [role, name] of Object.entries(relative)) files[role] = join(target, name);
   return { dir: target, files };
-}
-
-async function fsyncDir(path: string): Promise<void> {
-  const handle = await open(path, "r");
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
 }

@@ -7,7 +7,7 @@
 
 import { createPrivateKey, createPublicKey, X509Certificate as NodeX509Certificate, type KeyObject } from "node:crypto";
 import { inspect } from "node:util";
-import { IdentityError } from "./errors.js";
+import { IdentityError } from "../errors/index.js";
 import { normalizePem, spkiFingerprint, x509 } from "./pki.js";
 
 /**

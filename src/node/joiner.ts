@@ -34,7 +34,7 @@ import { StratumApiError, StratumError } from "../errors/index.js";
 import { CodeCheckSchema, PakeChallengeSchema, parseResponse, RegistrationSchema } from "../schemas/index.js";
 import type { CodeCheck, Inventory, Registration } from "../types.js";
 import { concealSecrets } from "./delivery.js";
-import { JoinProtocolError } from "./errors.js";
+import { JoinProtocolError } from "../errors/index.js";
 import { createThrowawayIdentity, type MachineIdentity } from "./identity.js";
 import type { JoinSession } from "./join-session.js";
 import { finishLogin, startLogin } from "./opaque.js";

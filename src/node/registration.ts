@@ -6,11 +6,19 @@
  */
 import { parseEndpoint } from "../core/join-url.js";
 import { retryDelay, sleep, throwIfAborted, type BackoffOptions } from "../core/retry.js";
-import { isAbortError, NetworkError, StratumApiError, StratumError, TimeoutError } from "../errors/index.js";
+import { isFinalState } from "../core/join-states.js";
+import {
+  isAbortError,
+  NetworkError,
+  RegistrationEndedError,
+  StratumApiError,
+  StratumError,
+  TimeoutError,
+} from "../errors/index.js";
 import { parseResponse, RegistrationSchema } from "../schemas/index.js";
 import type { JoinState, ProgressReport, Registration } from "../types.js";
 import { concealSecrets } from "./delivery.js";
-import { JoinProtocolError } from "./errors.js";
+import { JoinProtocolError } from "../errors/index.js";
 import type { MachineIdentity } from "./identity.js";
 import { sessionCaDer, type JoinSession } from "./join-session.js";
 import {
@@ -21,22 +29,6 @@ import {
   type PinnedConnection,
   type PinnedResponse,
 } from "./pinned-connection.js";
-
-/** States a registration never leaves. */
-export const FINAL_STATES: readonly JoinState[] = ["joined", "rejected", "expired"];
-
-/** The registration is over in a state the caller did not wait for (`rejected`, `expired`, or another final state). */
-export class RegistrationEndedError extends StratumError {
-  /** The registration's last view. */
-  readonly registration: Registration;
-
-  constructor(registration: Registration) {
-    const why = registration.state === "rejected" && registration.reason ? `: ${registration.reason}` : "";
-    super("REGISTRATION_ENDED", `the registration ${registration.joinId} ended ${registration.state}${why}`);
-    this.name = "RegistrationEndedError";
-    this.registration = registration;
-  }
-}
 
 /**
  * Opens a connection pinned to the session: the session's CA (the listener's leaf must chain
@@ -82,6 +74,36 @@ function view(response: PinnedResponse, operation: string): Registration {
   const registration = parseResponse(RegistrationSchema, operation, response.json) as Registration;
   if (registration.delivery) concealSecrets(registration.delivery);
   return registration;
+}
+
+/** Options of {@link getRegistration}. */
+export interface GetRegistrationOptions {
+  /** Aborts the call; the abort is re-thrown as is. */
+  signal?: AbortSignal;
+}
+
+/**
+ * The registration's view now: one GET over a connection pinned to the session's CA and the
+ * machine's key, with no retry (a caller that wants to wait uses {@link waitForRegistration}).
+ * Validated; delivery secrets are concealed.
+ * @throws StratumApiError (404: not this key's registration), NetworkError, TimeoutError,
+ *   JoinProtocolError; the signal's reason on abort
+ */
+export async function getRegistration(
+  session: JoinSession,
+  identity: MachineIdentity,
+  options: GetRegistrationOptions = {},
+): Promise<Registration> {
+  const { signal } = options;
+  const path = `/v1/join/registrations/${encodeURIComponent(session.joinId)}`;
+  const connection = await openSessionConnection(session, identity, signal ? { signal } : {});
+  try {
+    const response = await connection.request({ path, ...(signal ? { signal } : {}) });
+    if (response.status !== 200) throw refusalOf(response, `GET ${path}`);
+    return view(response, `GET ${path}`);
+  } finally {
+    await connection.close();
+  }
 }
 
 /** Worth another try later: the listener restarting, busy or briefly unreachable. */
@@ -141,7 +163,7 @@ export async function* watchRegistration(
         etag = responseHeader(response, "etag");
         const registration = view(response, `GET ${path}`);
         yield registration;
-        if (FINAL_STATES.includes(registration.state)) return;
+        if (isFinalState(registration.state)) return;
         // Without an ETag the listener cannot long-poll; pace the polls instead of spinning.
         if (!etag) await sleep(1000, signal);
       } catch (error) {
@@ -210,7 +232,7 @@ export async function waitForRegistration(
     for await (const registration of watchRegistration(session, identity, { ...options, signal: controller.signal })) {
       options.onChange?.(registration);
       if (wanted(registration)) return registration;
-      if (FINAL_STATES.includes(registration.state)) throw new RegistrationEndedError(registration);
+      if (isFinalState(registration.state)) throw new RegistrationEndedError(registration);
     }
     throw new StratumError("REGISTRATION_ENDED", `the watch of ${session.joinId} ended without a view`);
   } catch (error) {

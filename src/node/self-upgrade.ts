@@ -9,7 +9,7 @@ import {
   type DownloadedRelease,
   type DownloadReleaseOptions,
 } from "../release/download.js";
-import { ReleaseArgumentError } from "../release/errors.js";
+import { ReleaseArgumentError } from "../errors/index.js";
 import { founderReleaseSource } from "./founder-source.js";
 import type { MachineIdentity } from "./identity.js";
 import type { JoinSession } from "./join-session.js";

@@ -11,19 +11,17 @@ import { lstat, mkdir, open, rename, unlink, type FileHandle } from "node:fs/pro
 import { dirname, join, resolve } from "node:path";
 import { StratumApiError, NetworkError, type ProblemBody } from "../errors/index.js";
 import { abortReason, parseRetryAfter, retryDelay, sleep, throwIfAborted } from "../core/retry.js";
-import { ReleaseArgumentError, ReleaseDownloadError, ReleaseVerificationError } from "./errors.js";
+import { ReleaseArgumentError, ReleaseDownloadError, ReleaseVerificationError } from "../errors/index.js";
 import {
   alignedBuffers,
   DIRECT_ALIGN,
   ensureRealDirs,
-  errorCode,
-  fsyncDir,
   hashPrefix,
   IO_CHUNK,
   localError,
   openDirect,
-  writeFileDurably,
 } from "./fsutil.js";
+import { errorCode, fsyncDir, writeFileDurably } from "../fs/durable.js";
 import type { ReleasePublicKeyInput } from "./keys.js";
 import type { ReleaseFile, ReleaseManifest } from "./manifest.js";
 import { isDirectBody, type BodySink } from "./http1.js";

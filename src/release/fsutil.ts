@@ -7,10 +7,11 @@
  */
 import { createHash } from "node:crypto";
 import { constants as fsc } from "node:fs";
-import { lstat, mkdir, open, readdir, rename, unlink, type FileHandle } from "node:fs/promises";
-import { dirname, join, relative, sep } from "node:path";
+import { lstat, mkdir, open, readdir, type FileHandle } from "node:fs/promises";
+import { join, relative, sep } from "node:path";
 import { throwIfAborted } from "../core/retry.js";
-import { ReleaseDownloadError } from "./errors.js";
+import { errorCode } from "../fs/durable.js";
+import { ReleaseDownloadError } from "../errors/index.js";
 
 /** Read and write unit: large enough that syscalls and hash calls are a rounding error. */
 export const IO_CHUNK = 1 << 20;
@@ -53,16 +54,6 @@ export async function hashFile(path: string, signal?: AbortSignal): Promise<{ sh
   }
 }
 
-/** fsync a directory, so that a rename into it survives a crash. */
-export async function fsyncDir(path: string): Promise<void> {
-  const fh = await open(path, fsc.O_RDONLY | fsc.O_DIRECTORY);
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-}
-
 /**
  * Makes sure `root/relDir` exists as a chain of real directories below `root`, creating what
  * is missing. A component that is a symlink or not a directory is refused, not followed:
@@ -94,23 +85,6 @@ export async function ensureRealDirs(root: string, relDir: string, releasePath: 
   }
 }
 
-/** Writes a small file durably: temp file, fsync, rename, directory fsync. */
-export async function writeFileDurably(path: string, data: Uint8Array): Promise<void> {
-  const temp = `${path}.tmp-${process.pid}-${Date.now()}`;
-  const fh = await open(temp, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW, 0o644);
-  try {
-    await fh.writeFile(data);
-    await fh.sync();
-  } catch (error) {
-    await fh.close().catch(() => {});
-    await unlink(temp).catch(() => {});
-    throw error;
-  }
-  await fh.close();
-  await rename(temp, path);
-  await fsyncDir(dirname(path));
-}
-
 /** Every regular file below `dir`, as sorted release paths (POSIX, relative). Symlinks and other non-regular entries are returned in `rejected`. */
 export async function walkFiles(dir: string): Promise<{ files: string[]; rejected: string[] }> {
   const files: string[] = [];
@@ -127,12 +101,6 @@ export async function walkFiles(dir: string): Promise<{ files: string[]; rejecte
   await walk(dir, "");
   const order = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
   return { files: files.sort(order), rejected: rejected.sort(order) };
-}
-
-/** The `code` of a Node system error, if any. */
-export function errorCode(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" ? code : undefined;
 }
 
 /** Wraps a local file error in the typed download error (`disk-full` for ENOSPC/EDQUOT). */

@@ -1,50 +1,33 @@
 /**
- * Signed releases and the self-upgrade downloader (Node only; re-exported by the `./node`
- * entry): release keys, manifest tooling, verification, sources and the downloader.
+ * `@stratum/join/release`: for whoever publishes releases. Release keys (Ed25519; the key id
+ * is the hex SHA-256 of the raw public key), signing a release directory (its manifest as a
+ * DSSE envelope), and verifying a manifest or a whole directory exactly as a joiner does.
+ * Node only. Joiners download with `downloadRelease` of `@stratum/join/node`.
  * @module
  */
-export { ReleaseArgumentError, ReleaseDownloadError, ReleaseVerificationError } from "./errors.js";
-export type { ReleaseDownloadFailure, ReleaseVerificationRule } from "./errors.js";
-export { generateReleaseKeyPair, importReleasePrivateKey, importReleasePublicKey, releaseKeyId } from "./keys.js";
-export type {
-  ReleaseKeyPair,
-  ReleasePrivateKeyInput,
-  ReleasePublicKey,
-  ReleasePublicKeyInput,
-  ReleaseSigningKey,
-} from "./keys.js";
-export { preAuthEncoding, RELEASE_MANIFEST_PAYLOAD_TYPE } from "./dsse.js";
-export type { DsseEnvelope, DsseSignature } from "./dsse.js";
-export { buildReleaseManifest, signDsseEnvelope, signReleaseDirectory, signReleaseManifest } from "./manifest.js";
-export type { ReleaseFile, ReleaseManifest, SignedReleaseDirectory } from "./manifest.js";
 export {
-  DEFAULT_RELEASE_LIMITS,
-  RELEASE_MANIFEST_PATH,
-  releasePathProblem,
-  verifyReleaseDirectory,
+  generateReleaseKeyPair,
+  importReleasePublicKey,
+  releaseKeyId,
+  type ReleaseKeyPair,
+  type ReleasePublicKey,
+  type ReleasePublicKeyInput,
+  type ReleasePrivateKeyInput,
+} from "./keys.js";
+export { RELEASE_MANIFEST_PAYLOAD_TYPE, type DsseEnvelope, type DsseSignature } from "./dsse.js";
+export {
+  signReleaseDirectory,
+  signReleaseManifest,
+  type ReleaseFile,
+  type ReleaseManifest,
+  type SignedReleaseDirectory,
+} from "./manifest.js";
+export {
   verifyReleaseManifest,
+  verifyReleaseDirectory,
+  type ReleaseLimits,
+  type VerifiedReleaseManifest,
+  type VerifyReleaseDirectoryOptions,
+  type VerifyReleaseManifestOptions,
 } from "./verify.js";
-export type {
-  ReleaseLimits,
-  VerifiedReleaseManifest,
-  VerifyReleaseDirectoryOptions,
-  VerifyReleaseManifestOptions,
-} from "./verify.js";
-export { dispatcherSource, mirrorSource } from "./sources.js";
-export type {
-  DispatcherSourceOptions,
-  MirrorSourceOptions,
-  ReleaseFetchRequest,
-  ReleaseFetchResponse,
-  ReleaseResponseHeaders,
-  ReleaseSource,
-} from "./sources.js";
-export { downloadRelease } from "./download.js";
-export type {
-  DownloadedRelease,
-  DownloadedReleaseFile,
-  DownloadReleaseOptions,
-  ReleaseProgress,
-  ReleaseRetryOptions,
-  ReleaseUpgrade,
-} from "./download.js";
+export { ReleaseVerificationError, ReleaseArgumentError, type ReleaseVerificationRule } from "../errors/index.js";

@@ -5,7 +5,7 @@
  * @module
  */
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, KeyObject } from "node:crypto";
-import { ReleaseArgumentError } from "./errors.js";
+import { ReleaseArgumentError } from "../errors/index.js";
 
 /** The DER prefix of an Ed25519 SubjectPublicKeyInfo; the raw key follows it. */
 const ED25519_SPKI_PREFIX = Buffer.from("302a300506032b6570032100", "hex");

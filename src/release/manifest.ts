@@ -7,9 +7,10 @@ import { createHash, sign as cryptoSign } from "node:crypto";
 import { join } from "node:path";
 import { mkdir } from "node:fs/promises";
 import { RELEASE_MANIFEST_PAYLOAD_TYPE, preAuthEncoding, type DsseEnvelope } from "./dsse.js";
-import { ReleaseArgumentError, ReleaseVerificationError } from "./errors.js";
+import { ReleaseArgumentError, ReleaseVerificationError } from "../errors/index.js";
 import { importReleasePrivateKey, type ReleasePrivateKeyInput } from "./keys.js";
-import { hashFile, walkFiles, writeFileDurably } from "./fsutil.js";
+import { hashFile, walkFiles } from "./fsutil.js";
+import { writeFileDurably } from "../fs/durable.js";
 import {
   checkManifestFiles,
   RELEASE_MANIFEST_PATH,

@@ -7,7 +7,7 @@
 import { isIP } from "node:net";
 import * as tls from "node:tls";
 import type { Dispatcher } from "undici";
-import { ReleaseArgumentError } from "./errors.js";
+import { ReleaseArgumentError } from "../errors/index.js";
 import { http1Get, type Http1Connector } from "./http1.js";
 
 /** One request of the downloader: a whole file, or its tail from `range.start`. */

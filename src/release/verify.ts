@@ -9,7 +9,7 @@ import { lstat, open } from "node:fs/promises";
 import { join } from "node:path";
 import { constants as fsc } from "node:fs";
 import { preAuthEncoding, RELEASE_MANIFEST_PAYLOAD_TYPE, type DsseEnvelope, type DsseSignature } from "./dsse.js";
-import { ReleaseArgumentError, ReleaseVerificationError } from "./errors.js";
+import { ReleaseArgumentError, ReleaseVerificationError } from "../errors/index.js";
 import { importReleasePublicKey, type ReleasePublicKey, type ReleasePublicKeyInput } from "./keys.js";
 import type { ReleaseFile, ReleaseManifest } from "./manifest.js";
 import { hashFile, walkFiles } from "./fsutil.js";

@@ -4,12 +4,12 @@ import { JoinCodeError, StratumError } from "../../src/errors/index.js";
 import { generateJoinCode, parseJoinCode } from "../../src/core/join-code.js";
 import {
   DEFAULT_JOIN_PORT,
-  JoinUrlError,
   formatEndpoint,
   formatJoinUrl,
   parseEndpoint,
   parseJoinUrl,
 } from "../../src/core/join-url.js";
+import { JoinUrlError } from "../../src/errors/input.js";
 
 const SEED_URL = "stratum-join://192.0.2.240/4F7K-2Q9M-ABD";
 

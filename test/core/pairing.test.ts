@@ -4,8 +4,8 @@ import { describe, expect, it } from "vitest";
 import { StratumError } from "../../src/errors/index.js";
 import { CROCKFORD_ALPHABET } from "../../src/core/base32.js";
 import { fromBase64, fromBase64Url, toBase64, toBase64Url } from "../../src/core/bytes.js";
+import { PairingCodeError } from "../../src/errors/input.js";
 import {
-  PairingCodeError,
   bindingTranscript,
   clientBinding,
   derivePairingCode,

@@ -9,17 +9,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fromBase64Url } from "../../src/core/bytes.js";
 import { bindingTranscript, clientBinding, deriveBindingKeys } from "../../src/core/pairing.js";
 import { parseJoinUrl, StratumApiError, type JoinCode } from "../../src/index.js";
-import { JoinProtocolError } from "../../src/node/errors.js";
+import { JoinProtocolError } from "../../src/errors/join.js";
 import { createMachineIdentity, type MachineIdentity } from "../../src/node/identity.js";
 import { checkJoinCode, registerMachine } from "../../src/node/joiner.js";
 import { finishLogin, startLogin } from "../../src/node/opaque.js";
-import {
-  disableSessionTickets,
-  openPinnedConnection,
-  tlsServerOptions,
-  type PinnedConnection,
-} from "../../src/node/pinned-connection.js";
-import { caFingerprint, createClusterCa, issueListenerCertificate, issueNodeCertificate } from "../../src/node/pki.js";
+import { disableSessionTickets, tlsServerOptions } from "../../src/server/tls.js";
+import { openPinnedConnection, type PinnedConnection } from "../../src/node/pinned-connection.js";
+import { caFingerprint } from "../../src/node/pki.js";
+import { createClusterCa, issueListenerCertificate, issueNodeCertificate } from "../../src/server/ca.js";
 import { startHarness, type Harness } from "./harness.js";
 
 let h: Harness;

@@ -3,15 +3,16 @@ import * as tls from "node:tls";
 import { inspect } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { StratumError } from "../../src/errors/index.js";
-import { IdentityError } from "../../src/node/errors.js";
+import { IdentityError } from "../../src/errors/join.js";
 import {
   createMachineIdentity,
   createThrowawayIdentity,
   loadMachineIdentity,
   type MachineIdentity,
 } from "../../src/node/identity.js";
-import { peerKeyFingerprint, tlsServerOptions } from "../../src/node/pinned-connection.js";
-import { createClusterCa, issueListenerCertificate, spkiFingerprint } from "../../src/node/pki.js";
+import { peerKeyFingerprint, tlsServerOptions } from "../../src/server/tls.js";
+import { createClusterCa, issueListenerCertificate } from "../../src/server/ca.js";
+import { spkiFingerprint } from "../../src/node/pki.js";
 
 const servers: tls.Server[] = [];
 afterEach(() => {

@@ -3,14 +3,11 @@ import { beforeAll, describe, expect, it } from "vitest";
 import {
   createJoinCodeRecord,
   createServerSetup,
-  finishLogin,
   finishServerLogin,
-  opaqueIdentifiers,
-  opaqueReady,
-  startLogin,
   startServerLogin,
-} from "../../src/node/opaque.js";
-import { createClusterCa, type ClusterCa } from "../../src/node/pki.js";
+} from "../../src/server/opaque.js";
+import { finishLogin, opaqueIdentifiers, opaqueReady, startLogin } from "../../src/node/opaque.js";
+import { createClusterCa, type ClusterCa } from "../../src/server/ca.js";
 
 const CODE = "4F7K2Q9MABD";
 const CODE_ID = "jc-0001";

@@ -3,24 +3,18 @@ import * as net from "node:net";
 import * as tls from "node:tls";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { StratumError } from "../../src/errors/index.js";
-import { JoinProtocolError } from "../../src/node/errors.js";
+import { JoinProtocolError } from "../../src/errors/join.js";
 import { createMachineIdentity, type MachineIdentity } from "../../src/node/identity.js";
-import {
-  disableSessionTickets,
-  openPinnedConnection,
-  peerKeyFingerprint,
-  tlsExporter,
-  tlsServerOptions,
-  type PinnedConnection,
-} from "../../src/node/pinned-connection.js";
+import { disableSessionTickets, peerKeyFingerprint, tlsServerOptions } from "../../src/server/tls.js";
+import { openPinnedConnection, tlsExporter, type PinnedConnection } from "../../src/node/pinned-connection.js";
 import {
   createClusterCa,
   issueListenerCertificate,
   issueNodeCertificate,
-  verifyListenerCertificate,
   type ClusterCa,
   type IssuedCertificate,
-} from "../../src/node/pki.js";
+} from "../../src/server/ca.js";
+import { verifyListenerCertificate } from "../../src/node/pki.js";
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString("hex");
 

@@ -1,18 +1,16 @@
 import { createHash, X509Certificate } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { createMachineIdentity } from "../../src/node/identity.js";
-import { JoinProtocolError } from "../../src/node/errors.js";
+import { JoinProtocolError } from "../../src/errors/join.js";
 import {
   caFingerprint,
-  createClusterCa,
   ipBytes,
-  issueListenerCertificate,
-  issueNodeCertificate,
   LISTENER_ROLE_URI,
   spkiFingerprint,
   verifyListenerCertificate,
   x509,
 } from "../../src/node/pki.js";
+import { createClusterCa, issueListenerCertificate, issueNodeCertificate } from "../../src/server/ca.js";
 import { StratumError } from "../../src/errors/index.js";
 
 const DAY = 86_400_000;

@@ -9,13 +9,14 @@ import { StratumApiError } from "../../src/index.js";
 import {
   createMachineIdentity,
   downloadRelease,
-  generateReleaseKeyPair,
   registerMachine,
   ReleaseArgumentError,
   ReleaseVerificationError,
   ReleaseDownloadError,
 } from "../../src/node/index.js";
-import { caFingerprint, createClusterCa } from "../../src/node/pki.js";
+import { generateReleaseKeyPair } from "../../src/release/keys.js";
+import { caFingerprint } from "../../src/node/pki.js";
+import { createClusterCa } from "../../src/server/ca.js";
 import { startMirror, type Mirror } from "../release/helpers/mirror.js";
 import { makeRelease, removeDir, tempDir, type Fixture } from "../release/helpers/release.js";
 import { startHarness, type Harness } from "./harness.js";

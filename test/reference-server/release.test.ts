@@ -5,12 +5,9 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, truncateSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  dispatcherSource,
-  downloadRelease,
-  generateReleaseKeyPair,
-  signReleaseDirectory,
-} from "../../src/release/index.js";
+import { dispatcherSource } from "../../src/release/sources.js";
+import { downloadRelease } from "../../src/release/download.js";
+import { generateReleaseKeyPair, signReleaseDirectory } from "../../src/release/index.js";
 import { TestJoiner, admin, mint, startTestServer, type TestServer } from "./helpers.js";
 
 let releaseRoot: string;

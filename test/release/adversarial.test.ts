@@ -6,15 +6,13 @@ import { randomBytes } from "node:crypto";
 import { link, mkdir, readFile, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ReleaseDownloadError, type ReleaseDownloadFailure } from "../../src/errors/release.js";
 import {
-  ReleaseDownloadError,
   ReleaseVerificationError,
   verifyReleaseDirectory,
-  type DownloadedRelease,
-  type DownloadReleaseOptions,
-  type ReleaseDownloadFailure,
   type ReleaseVerificationRule,
 } from "../../src/release/index.js";
+import { type DownloadedRelease, type DownloadReleaseOptions } from "../../src/release/download.js";
 import { type StratumApiError } from "../../src/errors/index.js";
 import { MANIFEST_CASES, caseKeys, type CaseKeys } from "./helpers/manifest-cases.js";
 import {

@@ -5,16 +5,10 @@ import { Readable } from "node:stream";
 import { Client } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StratumApiError } from "../../src/errors/index.js";
-import {
-  ReleaseArgumentError,
-  ReleaseDownloadError,
-  dispatcherSource,
-  downloadRelease,
-  mirrorSource,
-  verifyReleaseDirectory,
-  type ReleaseProgress,
-  type ReleaseSource,
-} from "../../src/release/index.js";
+import { ReleaseArgumentError, verifyReleaseDirectory } from "../../src/release/index.js";
+import { ReleaseDownloadError } from "../../src/errors/release.js";
+import { dispatcherSource, mirrorSource, type ReleaseSource } from "../../src/release/sources.js";
+import { downloadRelease, type ReleaseProgress } from "../../src/release/download.js";
 import { startMirror, type Mirror } from "./helpers/mirror.js";
 import { startMirroredRelease, type MirroredRelease } from "./helpers/mirrored-release.js";
 import { makeTestPki, type TestPki } from "./helpers/pki.js";

@@ -6,15 +6,15 @@ import {
   RELEASE_MANIFEST_PAYLOAD_TYPE,
   ReleaseArgumentError,
   ReleaseVerificationError,
-  buildReleaseManifest,
   generateReleaseKeyPair,
-  preAuthEncoding,
   releaseKeyId,
   signReleaseDirectory,
   signReleaseManifest,
   verifyReleaseDirectory,
   verifyReleaseManifest,
 } from "../../src/release/index.js";
+import { buildReleaseManifest } from "../../src/release/manifest.js";
+import { preAuthEncoding } from "../../src/release/dsse.js";
 import { makeRelease, removeDir, tempDir } from "./helpers/release.js";
 
 const dirs: string[] = [];

@@ -8,12 +8,12 @@
 
 import { createAdminClient, type AdminClient } from "../../admin/index.js";
 import { parsePairingCode, formatPairingCode } from "../../core/pairing.js";
-import { JoinProtocolError } from "../../node/errors.js";
+import { JoinProtocolError } from "../../errors/index.js";
 import type { Approval, Assignment, NodeJoin } from "../../types.js";
 import { CliError, numberFlag, stringFlag, type CommandSpec, type FlagSpec, type ParsedArgs } from "../args.js";
 import { readJsonFile, readTextFile } from "../files.js";
 import { table } from "../output.js";
-import { JOIN_STATES } from "../joiner.js";
+import { isJoinState, JOIN_STATES } from "../../core/join-states.js";
 
 /** The flags every admin command takes. */
 const API_FLAGS: Readonly<Record<string, FlagSpec>> = {
@@ -176,7 +176,7 @@ export const adminJoins: CommandSpec = {
       return;
     }
     const state = stringFlag(args, "state", adminJoins);
-    if (state !== undefined && !JOIN_STATES.includes(state as never)) {
+    if (state !== undefined && !isJoinState(state)) {
       throw new CliError("USAGE", `--state takes one of ${JOIN_STATES.join(", ")}`, { command: "admin joins" });
     }
     const list = await client.listNodeJoins({ signal: ctx.signal });

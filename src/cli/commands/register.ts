@@ -10,15 +10,15 @@ import { hostname as osHostname } from "node:os";
 import { join } from "node:path";
 import { StratumError } from "../../errors/index.js";
 import { writeDelivery, type WrittenDelivery } from "../../node/delivery.js";
+import { JOIN_STATES, isJoinState } from "../../core/join-states.js";
 import { collectInventory } from "../../node/inventory/index.js";
 import { registerMachine } from "../../node/joiner.js";
 import type { DownloadedRelease } from "../../release/download.js";
-import type { Inventory, JoinState, Registration } from "../../types.js";
+import type { Inventory, Registration } from "../../types.js";
 import { CliError, listFlag, numberFlag, stringFlag, type CommandSpec } from "../args.js";
 import { IDENTITY_FILES, openIdentityDir, readJsonFile, readTextFile, saveSession } from "../files.js";
 import {
   downloadUpgrade,
-  JOIN_STATES,
   SAFE_RELEASE,
   joinTargetOf,
   stateReporter,
@@ -103,8 +103,8 @@ export const register: CommandSpec = {
     const dir = stringFlag(args, "identity", command, true);
     const release = stringFlag(args, "release", command, true);
     const selfUpgrade = args.values["self-upgrade"] === true;
-    const wait = stringFlag(args, "wait", command) as JoinState | undefined;
-    if (wait !== undefined && !JOIN_STATES.includes(wait)) throw usage(`--wait takes one of ${JOIN_STATES.join(", ")}`);
+    const wait = stringFlag(args, "wait", command);
+    if (wait !== undefined && !isJoinState(wait)) throw usage(`--wait takes one of ${JOIN_STATES.join(", ")}`);
     const timeoutSeconds = numberFlag(args, "timeout", command);
     if (timeoutSeconds !== undefined && wait === undefined) throw usage("--timeout goes with --wait");
     const threshold = numberFlag(args, "threshold", command);

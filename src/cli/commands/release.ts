@@ -10,7 +10,8 @@ import { generateReleaseKeyPair } from "../../release/keys.js";
 import { verifyReleaseDirectory } from "../../release/verify.js";
 import { CliError, listFlag, numberFlag, stringFlag, type CommandSpec } from "../args.js";
 import { IDENTITY_FILES, openIdentityDir, readSession, readTextFile, writeFileAtomic } from "../files.js";
-import { downloadUpgrade, fetchRegistration, SAFE_RELEASE, trustedKeysOf } from "../joiner.js";
+import { getRegistration } from "../../node/registration.js";
+import { downloadUpgrade, SAFE_RELEASE, trustedKeysOf } from "../joiner.js";
 import { formatBytes } from "../output.js";
 
 /** `release keygen`. */
@@ -200,7 +201,7 @@ export const releaseDownload: CommandSpec = {
     if (dir !== undefined) {
       const session = await readSession(dir);
       const { identity } = await openIdentityDir(dir, { create: false, warn: (text) => ctx.out.warn(text) });
-      const registration = await fetchRegistration(session, identity, ctx.signal);
+      const registration = await getRegistration(session, identity, { signal: ctx.signal });
       const upgrade = registration.upgrade;
       if (!upgrade)
         throw new CliError(

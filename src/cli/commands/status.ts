@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { writeDelivery, type WrittenDelivery } from "../../node/delivery.js";
 import { stringFlag, type CommandSpec } from "../args.js";
 import { IDENTITY_FILES, openIdentityDir, readSession } from "../files.js";
-import { describeState, fetchRegistration } from "../joiner.js";
+import { getRegistration } from "../../node/registration.js";
+import { describeState } from "../joiner.js";
 
 /** `status`. */
 export const status: CommandSpec = {
@@ -28,7 +29,7 @@ export const status: CommandSpec = {
     const dir = stringFlag(args, "identity", status, true);
     const session = await readSession(dir);
     const { identity } = await openIdentityDir(dir, { create: false, warn: (text) => ctx.out.warn(text) });
-    const registration = await fetchRegistration(session, identity, ctx.signal);
+    const registration = await getRegistration(session, identity, { signal: ctx.signal });
     let written: WrittenDelivery | undefined;
     if (registration.delivery && args.values["write-delivery"] === true) {
       written = await writeDelivery(join(dir, IDENTITY_FILES.delivery), registration.delivery);

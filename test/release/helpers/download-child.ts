@@ -2,7 +2,7 @@
  * Runs one downloadRelease in its own process, so a test can SIGKILL it mid-download.
  * argv[2]: JSON { url, ca, destDir, release, key }. Prints `progress <bytesDone>` lines, then `done`.
  */
-import { downloadRelease } from "../../../src/release/index.js";
+import { downloadRelease } from "../../../src/release/download.js";
 
 const config = JSON.parse(process.argv[2] ?? "{}") as {
   url: string;

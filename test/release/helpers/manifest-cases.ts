@@ -5,10 +5,10 @@
 import {
   RELEASE_MANIFEST_PAYLOAD_TYPE,
   generateReleaseKeyPair,
-  signDsseEnvelope,
   type ReleaseKeyPair,
   type ReleaseVerificationRule,
 } from "../../../src/release/index.js";
+import { signDsseEnvelope } from "../../../src/release/manifest.js";
 
 /** The keys a case may use: `a` and `b` trusted, `stranger` not. */
 export interface CaseKeys {

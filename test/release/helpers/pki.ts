@@ -2,7 +2,7 @@
  * A throwaway test CA and a server leaf for 127.0.0.1, ::1 and localhost, for the HTTPS
  * mirror: made with the SDK's own PKI helpers (src/node/pki.ts), one implementation of each.
  */
-import { createClusterCa, issueListenerCertificate } from "../../../src/node/pki.js";
+import { createClusterCa, issueListenerCertificate } from "../../../src/server/ca.js";
 
 /** PEMs of a test CA and a leaf it signed. */
 export interface TestPki {

@@ -4,7 +4,7 @@
  */
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { downloadRelease, type DownloadReleaseOptions, type DownloadedRelease } from "../../../src/release/index.js";
+import { downloadRelease, type DownloadReleaseOptions, type DownloadedRelease } from "../../../src/release/download.js";
 import type { Mirror } from "./mirror.js";
 import type { Fixture } from "./release.js";
 

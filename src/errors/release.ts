@@ -5,7 +5,7 @@
  * `.partial` files stay, a later run resumes).
  * @module
  */
-import { StratumError } from "../errors/index.js";
+import { StratumError } from "./stratum-error.js";
 
 /**
  * Which rule of PROTOCOL.md section 5 a release failed, in the order they are checked:

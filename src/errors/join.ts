@@ -1,11 +1,12 @@
 /**
- * Errors of the Node-only join machinery: the pinned TLS connection, the listener's
- * certificate, the channel binding and the machine identity. They extend
+ * Errors of the join itself: the pinned TLS connection, the listener's certificate, the
+ * channel binding, the machine identity, and a registration that ended. They extend
  * {@link StratumError}, so `StratumError.is` and the `code` branch work as everywhere else.
  * @module
  */
 
-import { StratumError } from "../errors/index.js";
+import type { Registration } from "../types.js";
+import { StratumError } from "./stratum-error.js";
 
 /** The codes a {@link JoinProtocolError} carries. */
 export type JoinProtocolErrorCode =
@@ -70,5 +71,18 @@ export class IdentityError extends StratumError {
   constructor(message: string, options?: { cause?: unknown }) {
     super("IDENTITY_INVALID", message, options);
     this.name = "IdentityError";
+  }
+}
+
+/** The registration is over in a state the caller did not wait for (`rejected`, `expired`, or another final state). */
+export class RegistrationEndedError extends StratumError {
+  /** The registration's last view. */
+  readonly registration: Registration;
+
+  constructor(registration: Registration) {
+    const why = registration.state === "rejected" && registration.reason ? `: ${registration.reason}` : "";
+    super("REGISTRATION_ENDED", `the registration ${registration.joinId} ended ${registration.state}${why}`);
+    this.name = "RegistrationEndedError";
+    this.registration = registration;
   }
 }
