@@ -1,32 +1,52 @@
 #!/usr/bin/env node
-// The browser budget: an app that imports createAdminClient and parseJoinCode from the root
-// entry must bundle (esbuild, minified, platform browser, ESM) to at most 15 kB gzip without
-// validation, with no Node built-in or Node-only module anywhere in its graph. Prints the
-// figure with and without validation (validateResponses, which brings zod); only the first has
-// a budget, since validation is the console's opt-in. Exit 1 past the budget or on a Node
-// module. Usage: node scripts/check-size.mjs
+// The browser budget, measured as a user meets it: the package packed with `npm pack`,
+// installed from the tarball into a fresh project (scripts/packed-project.mjs), and bundled
+// by both bundlers a console team uses, Vite and esbuild (minified, ES2022, browser):
+//
+// - the README's console snippet (the first TypeScript block of "The console" section):
+//   the whole bundle, at most 10 kB gzip;
+// - the console example (examples/console): the SDK's share of its bundle (the bundle's
+//   gzip size minus that of the same bundle with the SDK left out), at most 10 kB gzip;
+// - the snippet plus `validateResponses` from `@stratum/join/validate`: printed, no budget
+//   (validation is the console's opt-in).
+//
+// Every bundle without validation must hold no zod, and no bundle may reach a Node built-in
+// or a Node-only part of the SDK. Exit 1 past a budget or on either. 1 kB = 1000 B.
+// Usage: node scripts/check-size.mjs
+import { readFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { builtinModules } from "node:module";
-import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
-import { build } from "esbuild";
+import { build as esbuild } from "esbuild";
+import { build as vite } from "vite";
+import { packedProject } from "./packed-project.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const BUDGET = 15_000; // bytes of gzip, "15 kB" read strictly (1 kB = 1000 B)
-
-// Node-only code the browser graph must never reach, beyond the built-ins themselves.
-const NODE_ONLY = [
-  /(^|\/)node_modules\/undici\//,
-  /(^|\/)node_modules\/better-sqlite3\//,
-  /^src\/(node|release|cli)\//,
-];
+const BUDGET = 10_000;
 const builtins = new Set(builtinModules.flatMap((name) => [name, `node:${name}`]));
+/** Parts of the SDK (in the installed package) that only Node may load. */
+const NODE_ONLY =
+  /node_modules\/(undici|@peculiar|@serenity-kit|libsql|better-sqlite3)\/|@stratum\/join\/dist\/(node|release|server|cli)\//;
 
-/** Bundles `contents` as an app would, and measures it. */
-async function bundle(contents) {
-  const result = await build({
-    stdin: { contents, resolveDir: root, sourcefile: "app.js", loader: "js" },
+/** The first ```ts block after the heading `## The console…` of README.md. */
+export function consoleSnippet(readme = readFileSync(join(root, "README.md"), "utf8")) {
+  const at = readme.search(/^## The console\b/m);
+  if (at < 0) throw new Error('README.md has no "## The console" section');
+  const block = /```ts\n([\s\S]*?)```/.exec(readme.slice(at));
+  if (!block) throw new Error('README.md\'s "The console" section has no ```ts block');
+  return block[1];
+}
+
+const gzip = (bytes) => gzipSync(bytes, { level: 9 }).length;
+const kB = (bytes) => `${(bytes / 1000).toFixed(2)} kB`;
+
+/** esbuild: { gzip, minified, modules } of `entry`, with `external` left out of the bundle. */
+async function withEsbuild(entry, { project, external = [], alias = {} }) {
+  const result = await esbuild({
+    entryPoints: [entry],
+    absWorkingDir: project,
+    nodePaths: [join(project, "node_modules"), join(root, "node_modules")],
     bundle: true,
     minify: true,
     format: "esm",
@@ -34,113 +54,111 @@ async function bundle(contents) {
     target: "es2022",
     write: false,
     metafile: true,
+    outdir: join(project, "out-esbuild"),
+    external,
+    alias,
+    loader: { ".css": "empty", ".svg": "empty", ".png": "empty" },
     logLevel: "silent",
   });
-  const code = result.outputFiles[0].contents;
-  return { minified: code.length, gzip: gzipSync(code, { level: 9 }).length, metafile: result.metafile };
+  const js = result.outputFiles.filter((f) => f.path.endsWith(".js"));
+  const code = Buffer.concat(js.map((f) => f.contents));
+  const modules = Object.keys(result.metafile.inputs);
+  const imports = Object.values(result.metafile.inputs).flatMap((input) => input.imports.map((i) => i.path));
+  return { gzip: gzip(code), minified: code.length, modules: [...modules, ...imports] };
 }
 
-/** Every Node built-in or Node-only module in the bundle's graph. */
-function nodeModulesIn(metafile) {
-  const found = new Set();
-  for (const [path, input] of Object.entries(metafile.inputs)) {
-    if (path.startsWith("node:") || builtins.has(path) || NODE_ONLY.some((re) => re.test(path))) found.add(path);
-    for (const imported of input.imports) {
-      if (imported.path.startsWith("node:") || builtins.has(imported.path))
-        found.add(`${imported.path} (imported by ${path})`);
-    }
+/** Vite (Rolldown): the same measure. */
+async function withVite(entry, { project, external = [], alias = {} }) {
+  const modules = [];
+  const output = await vite({
+    configFile: false,
+    root: project,
+    logLevel: "silent",
+    resolve: { alias },
+    plugins: [
+      {
+        name: "check-size:graph",
+        buildEnd() {
+          modules.push(...this.getModuleIds());
+        },
+      },
+    ],
+    build: {
+      write: false,
+      minify: true,
+      target: "es2022",
+      modulePreload: false,
+      rollupOptions: { input: entry, external, output: { format: "es" } },
+    },
+  });
+  const outputs = (Array.isArray(output) ? output : [output]).flatMap((o) => o.output);
+  const code = Buffer.concat(outputs.filter((o) => o.type === "chunk").map((o) => Buffer.from(o.code)));
+  return { gzip: gzip(code), minified: code.length, modules };
+}
+
+const BUNDLERS = { esbuild: withEsbuild, vite: withVite };
+
+function problemsIn(modules, { allowZod }) {
+  const problems = [];
+  for (const id of new Set(modules)) {
+    if (id.startsWith("node:") || builtins.has(id) || id.includes("__vite-browser-external"))
+      problems.push(`a Node built-in: ${id}`);
+    else if (NODE_ONLY.test(id)) problems.push(`Node-only code: ${id}`);
+    else if (!allowZod && /node_modules\/zod\//.test(id)) problems.push(`zod without validation: ${id}`);
   }
-  return [...found];
+  return problems;
 }
 
-/** The largest inputs of a bundle, to say where the bytes went when it is over budget. */
-function heaviest(metafile, n = 8) {
-  const sizes = new Map();
-  for (const output of Object.values(metafile.outputs)) {
-    for (const [path, { bytesInOutput }] of Object.entries(output.inputs))
-      sizes.set(path, (sizes.get(path) ?? 0) + bytesInOutput);
-  }
-  return [...sizes].sort((a, b) => b[1] - a[1]).slice(0, n);
-}
-
-const kB = (bytes) => `${(bytes / 1000).toFixed(2)} kB`;
-
-// The goal is the root entry. Until src/index.ts re-exports what the app needs, the module
-// files stand in for it, and the script says so.
-async function tryRoot(names) {
-  if (!existsSync(join(root, "src/index.ts"))) return false;
-  try {
-    await bundle(`export { ${names.join(", ")} } from "./src/index.ts";`);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-const plain = ["createAdminClient", "parseJoinCode"];
-const rootHasPlain = await tryRoot(plain);
-const rootHasValidation = rootHasPlain && (await tryRoot([...plain, "validateResponses"]));
-
-const plainEntry = rootHasPlain
-  ? `export { createAdminClient, parseJoinCode } from "./src/index.ts";`
-  : `export { createAdminClient } from "./src/admin/index.ts";\nexport { parseJoinCode } from "./src/core/join-code.ts";`;
-const validatedEntry = rootHasValidation
-  ? `export { createAdminClient, parseJoinCode, validateResponses } from "./src/index.ts";`
-  : `${plainEntry}\nexport { validateResponses } from "./src/schemas/index.ts";`;
+const project = (await packedProject()).dir;
+const work = join(project, "size-check");
+mkdirSync(work, { recursive: true });
+const snippet = join(work, "console-snippet.ts");
+writeFileSync(snippet, consoleSnippet());
+const validated = join(work, "console-snippet-validated.ts");
+writeFileSync(
+  validated,
+  // Used, so that no bundler drops it: an app passes it to createAdminClient({ validate }).
+  `import { validateResponses } from "@stratum/join/validate";\n(globalThis as Record<string, unknown>).validate = validateResponses;\n${consoleSnippet()}`,
+);
+const consoleMain = join(root, "examples/console/src/main.ts");
+// The console example imports the package by name: point that name at the installed tarball.
+const consoleAlias = { "@stratum/join": join(project, "node_modules/@stratum/join") };
 
 let failed = false;
-const results = {};
-for (const [name, entry] of [
-  ["without validation", plainEntry],
-  ["with validation", validatedEntry],
-]) {
-  let measured;
-  try {
-    measured = await bundle(entry);
-  } catch (error) {
-    // platform: browser cannot resolve a Node built-in: the build itself fails.
-    console.error(`check-size: the ${name} bundle does not build for the browser:`);
-    for (const e of error.errors ?? [error])
-      console.error(`  ${e.text ?? e.message}${e.location ? ` (${e.location.file}:${e.location.line})` : ""}`);
-    failed = true;
-    continue;
+console.log("check-size: the packed package installed in a fresh project, bundled for the browser (gzip, level 9)");
+for (const [name, bundle] of Object.entries(BUNDLERS)) {
+  const plain = await bundle(snippet, { project });
+  const withValidation = await bundle(validated, { project });
+  const app = await bundle(consoleMain, { project, alias: consoleAlias });
+  // An alias is resolved before `external` is looked at: leave it out to leave the SDK out.
+  const appWithoutSdk = await bundle(consoleMain, {
+    project,
+    external: name === "vite" ? [/^@stratum\/join/] : ["@stratum/join", "@stratum/join/*"],
+  });
+  const sdkShare = app.gzip - appWithoutSdk.gzip;
+  const lines = [
+    [`README console snippet`, plain.gzip, `${kB(plain.minified)} minified`],
+    [`console example, the SDK's share`, sdkShare, `whole page ${kB(app.gzip)}`],
+  ];
+  console.log(`  ${name}:`);
+  for (const [what, size, extra] of lines) {
+    const over = size > BUDGET;
+    failed ||= over;
+    console.log(`    ${what}: ${kB(size)} (${extra}), budget ${kB(BUDGET)}: ${over ? "OVER" : "ok"}`);
   }
-  results[name] = measured;
-  const node = nodeModulesIn(measured.metafile);
-  if (node.length) {
-    console.error(`check-size: the ${name} bundle reaches Node-only modules:\n  ${node.join("\n  ")}`);
-    failed = true;
+  console.log(`    README console snippet with validateResponses: ${kB(withValidation.gzip)}, no budget`);
+  for (const [what, measured, allowZod] of [
+    ["the snippet", plain, false],
+    ["the console example", app, false],
+    ["the snippet with validation", withValidation, true],
+  ]) {
+    const problems = problemsIn(measured.modules, { allowZod });
+    if (problems.length) {
+      failed = true;
+      console.error(
+        `    ${what} (${name}) reaches what a browser bundle must not:\n      ${problems.join("\n      ")}`,
+      );
+    }
   }
-}
-
-const source = rootHasPlain
-  ? "the root entry (src/index.ts)"
-  : "src/admin + src/core/join-code (src/index.ts does not export both yet)";
-console.log(`check-size: an app importing createAdminClient and parseJoinCode from ${source}`);
-const without = results["without validation"];
-const withValidation = results["with validation"];
-if (without) {
-  const over = without.gzip > BUDGET;
-  console.log(
-    `  without validation: ${kB(without.gzip)} gzip (${kB(without.minified)} minified), budget ${kB(BUDGET)}: ${over ? "OVER" : "ok"}`,
-  );
-  if (over) {
-    failed = true;
-    console.error("  heaviest inputs (minified bytes):");
-    for (const [path, bytes] of heaviest(without.metafile)) console.error(`    ${String(bytes).padStart(7)}  ${path}`);
-  }
-}
-if (withValidation) {
-  console.log(
-    `  with validation (+ validateResponses${rootHasValidation ? "" : " from src/schemas"}): ${kB(withValidation.gzip)} gzip (${kB(withValidation.minified)} minified), no budget`,
-  );
-}
-// Inputs are the whole graph, tree-shaken or not; what counts here is bytes in the output.
-const zodBytes = without
-  ? heaviest(without.metafile, Infinity).filter(([path, bytes]) => path.includes("node_modules/zod/") && bytes > 0)
-  : [];
-if (zodBytes.length) {
-  console.error("check-size: zod is in the bundle without validation: validation no longer tree-shakes away");
-  failed = true;
 }
 process.exit(failed ? 1 : 0);
