@@ -22,6 +22,10 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",
+    // CI writes a JSON report beside the usual output, to check which tests skipped.
+    ...(process.env.STRATUM_TEST_REPORT
+      ? { reporters: ["default", "json"], outputFile: { json: process.env.STRATUM_TEST_REPORT } }
+      : {}),
     typecheck: {
       enabled: true,
       include: ["test/**/*.test-d.ts"],
