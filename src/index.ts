@@ -6,7 +6,7 @@
  * Response validation (zod) is `@stratum/join/validate`, so a console that does not ask for
  * it bundles no zod. The Node-only joiner is `@stratum/join/node`; release publishing is
  * `@stratum/join/release`; the founder's half of the protocol is `@stratum/join/server`.
- * @module
+ * @module @stratum/join
  */
 
 export { parseJoinCode, isJoinCode, formatJoinCode, generateJoinCode, type JoinCode } from "./core/join-code.js";
@@ -58,6 +58,38 @@ export {
   type WatchJoinsOptions,
   type ApiSchemas,
 } from "./admin/index.js";
+export type { JoinLister } from "./admin/watch.js";
+export type { BackoffOptions } from "./core/retry.js";
 // Types only: the validator itself is in `@stratum/join/validate`.
 export type { ResponseValidator, ValidationResult, AdminOperationId } from "./schemas/index.js";
-export type * from "./types.js";
+export type {
+  JoinCodeInfo,
+  MintedJoinCode,
+  JoinCodeState,
+  NodeJoin,
+  JoinState,
+  Registration,
+  Upgrade,
+  Delivery,
+  Bundle,
+  ClusterNode,
+  Inventory,
+  Disk,
+  Nic,
+  Assignment,
+  Link,
+  DiskAssignment,
+  Approval,
+  Step,
+  ProgressReport,
+  CodeCheck,
+  Member,
+  MemberList,
+  ClusterNetworks,
+  Problem,
+  FieldError,
+  ProblemCode,
+  components,
+  operations,
+  paths,
+} from "./types.js";

@@ -4,59 +4,57 @@
  */
 import type { components, operations, paths } from "../generated/api.js";
 
-type Schemas = components["schemas"];
-
 /** A join code as the founder lists it (never the code itself). */
-export type JoinCodeInfo = Schemas["JoinCode"];
+export type JoinCodeInfo = components["schemas"]["JoinCode"];
 /** A freshly minted join code: `code` and `url` are shown once. */
-export type MintedJoinCode = Schemas["MintedJoinCode"];
+export type MintedJoinCode = components["schemas"]["MintedJoinCode"];
 /** `live`, `expired` or `revoked`. */
-export type JoinCodeState = Schemas["JoinCodeState"];
+export type JoinCodeState = components["schemas"]["JoinCodeState"];
 /** A machine that registered to join, on the founder. */
-export type NodeJoin = Schemas["NodeJoin"];
+export type NodeJoin = components["schemas"]["NodeJoin"];
 /** Where a join stands: `needs-upgrade`, `pending`, `approved`, `delivering`, `installing`, `joined`, `failed`, `rejected`, `expired`. */
-export type JoinState = Schemas["JoinState"];
+export type JoinState = components["schemas"]["JoinState"];
 /** A joiner's view of its registration. */
-export type Registration = Schemas["Registration"];
+export type Registration = components["schemas"]["Registration"];
 /** What a joiner on an older release upgrades to, and where from. */
-export type Upgrade = Schemas["Upgrade"];
+export type Upgrade = components["schemas"]["Upgrade"];
 /** What an approved joiner receives: node.yaml and the join bundle. */
-export type Delivery = Schemas["Delivery"];
+export type Delivery = components["schemas"]["Delivery"];
 /** The join bundle: cluster identity and secrets the joiner adopts. */
-export type Bundle = Schemas["Bundle"];
+export type Bundle = components["schemas"]["Bundle"];
 /** A cluster member as a joiner peers with it. */
-export type ClusterNode = Schemas["ClusterNode"];
+export type ClusterNode = components["schemas"]["ClusterNode"];
 /** A joining machine's hardware. */
-export type Inventory = Schemas["Inventory"];
+export type Inventory = components["schemas"]["Inventory"];
 /** One whole disk of a joining machine. */
-export type Disk = Schemas["Disk"];
+export type Disk = components["schemas"]["Disk"];
 /** One network interface of a joining machine. */
-export type Nic = Schemas["Nic"];
+export type Nic = components["schemas"]["Nic"];
 /** Everything about a joiner chosen on the founder at approval. */
-export type Assignment = Schemas["Assignment"];
+export type Assignment = components["schemas"]["Assignment"];
 /** One link of a joiner's assignment. */
-export type Link = Schemas["Link"];
+export type Link = components["schemas"]["Link"];
 /** What a joiner's disk becomes. */
-export type DiskAssignment = Schemas["DiskAssignment"];
+export type DiskAssignment = components["schemas"]["DiskAssignment"];
 /** An approval: an assignment, or a member to copy one from. */
-export type Approval = Schemas["Approval"];
+export type Approval = components["schemas"]["Approval"];
 /** One step of a join, as the joiner reported it. */
-export type Step = Schemas["Step"];
+export type Step = components["schemas"]["Step"];
 /** The joiner's steps and new log lines. */
-export type ProgressReport = Schemas["ProgressReport"];
+export type ProgressReport = components["schemas"]["ProgressReport"];
 /** A join code that passed the checks of `POST /v1/join/code-checks`. */
-export type CodeCheck = Schemas["CodeCheck"];
+export type CodeCheck = components["schemas"]["CodeCheck"];
 /** A cluster member with the generation it applied. */
-export type Member = Schemas["Member"];
+export type Member = components["schemas"]["Member"];
 /** The members and the membership generation. */
-export type MemberList = Schemas["MemberList"];
+export type MemberList = components["schemas"]["MemberList"];
 /** The cluster's storage and overlay networks and provider uplink. */
-export type ClusterNetworks = Schemas["ClusterNetworks"];
+export type ClusterNetworks = components["schemas"]["ClusterNetworks"];
 /** An RFC 9457 problem document. */
-export type Problem = Schemas["Problem"];
+export type Problem = components["schemas"]["Problem"];
 /** One field's problem in a refusal. */
-export type FieldError = Schemas["FieldError"];
+export type FieldError = components["schemas"]["FieldError"];
 /** The machine-readable code of every API refusal. */
-export type ProblemCode = Schemas["ProblemCode"];
+export type ProblemCode = components["schemas"]["ProblemCode"];
 
 export type { components, operations, paths };

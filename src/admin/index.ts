@@ -43,11 +43,13 @@ export type AdminClientOptions = {
   | {
       /** A fixed bearer token. */
       token: string;
+      /** Not with `token`. */
       getToken?: never;
     }
   | {
       /** Called before every call for the bearer token (so a refreshed one is used); its failure rejects the call as it is. */
       getToken: TokenProvider;
+      /** Not with `getToken`. */
       token?: never;
     }
 );

@@ -3,20 +3,35 @@
  * @module
  */
 
-import type { components } from "../../generated/api.js";
 import { retryDelay, sleep, throwIfAborted, type BackoffOptions } from "../core/retry.js";
 import { NetworkError, StratumApiError, TimeoutError, type StratumError } from "../errors/index.js";
-
-type NodeJoin = components["schemas"]["NodeJoin"];
+import type { NodeJoin } from "../types.js";
 
 /** One change of the join list between two polls. */
 export type JoinChange =
   /** A join not seen before: a machine arrived (or, on the first poll, was already there). */
-  | { type: "added"; join: NodeJoin }
+  | {
+      /** The kind of change. */
+      type: "added";
+      /** The join as this poll saw it. */
+      join: NodeJoin;
+    }
   /** A join whose view differs from the last poll's: its state moved, a step progressed, … */
-  | { type: "changed"; join: NodeJoin; previous: NodeJoin }
+  | {
+      /** The kind of change. */
+      type: "changed";
+      /** The join as this poll saw it. */
+      join: NodeJoin;
+      /** The join as the poll before saw it. */
+      previous: NodeJoin;
+    }
   /** A join no longer in the list. */
-  | { type: "removed"; id: string };
+  | {
+      /** The kind of change. */
+      type: "removed";
+      /** The id of the join that left the list. */
+      id: string;
+    };
 
 /** How {@link watchJoins} polls. */
 export interface WatchJoinsOptions {
@@ -34,7 +49,11 @@ export interface WatchJoinsOptions {
 
 /** What {@link watchJoins} needs of a client: the list call. */
 export interface JoinLister {
-  listNodeJoins(options?: { signal?: AbortSignal; timeoutMs?: number }): Promise<{ items: NodeJoin[] }>;
+  /** One poll: every join the founder lists. */
+  listNodeJoins(options?: { signal?: AbortSignal; timeoutMs?: number }): Promise<{
+    /** The joins, newest first. */
+    items: NodeJoin[];
+  }>;
 }
 
 /**

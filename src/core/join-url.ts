@@ -223,7 +223,20 @@ export function parseJoinUrl(url: string): JoinUrl {
 
 /** What {@link formatJoinUrl} needs: an endpoint string, or a host and optional port; and the code. */
 export type JoinUrlParts =
-  { endpoint: string; code: string | JoinCode } | { host: string; port?: number | undefined; code: string | JoinCode };
+  | {
+      /** `host` or `host:port`, as {@link parseEndpoint} reads it. */
+      endpoint: string;
+      /** The join code, as a string in any accepted spelling or parsed. */
+      code: string | JoinCode;
+    }
+  | {
+      /** A DNS name, an IPv4 address or an IPv6 address (without brackets). */
+      host: string;
+      /** The listener's port; {@link DEFAULT_JOIN_PORT} when absent. */
+      port?: number | undefined;
+      /** The join code, as a string in any accepted spelling or parsed. */
+      code: string | JoinCode;
+    };
 
 /**
  * `stratum-join://HOST[:PORT]/XXXX-XXXX-XXX`, the port omitted when it is

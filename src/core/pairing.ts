@@ -71,7 +71,7 @@ export interface BindingTranscriptInput {
   ke2: Uint8Array;
   /** The cluster root CA's fingerprint, colon hex (`7D:9F:…`, 32 pairs); case-insensitive. */
   caFingerprint: string;
-  /** The client certificate key's fingerprint, colon hex like {@link sha256Fingerprint}; case-insensitive. */
+  /** The client certificate key's fingerprint, as {@link spkiFingerprint} computes it (colon hex); case-insensitive. */
   clientKeyFingerprint: string;
   /** The TLS exporter value, label `EXPORTER-Channel-Binding`, no context, 32 bytes. */
   exporter: Uint8Array;
@@ -144,7 +144,7 @@ export async function clientBinding(kc: Uint8Array, transcript: Uint8Array): Pro
   return toBase64(await hmac(kc, transcript));
 }
 
-/** The server's `Join-Binding` header value: base64(HMAC-SHA256(ks, transcript)), as {@link clientBinding}. */
+/** The server's `Join-Binding` header value: base64(HMAC-SHA256(ks, transcript)), standard alphabet with padding (44 characters). */
 export async function serverBinding(ks: Uint8Array, transcript: Uint8Array): Promise<string> {
   return toBase64(await hmac(ks, transcript));
 }

@@ -15,14 +15,23 @@ export interface FieldProblem {
 
 /** The parsed `application/problem+json` body of a refusal. */
 export interface ProblemBody {
+  /** A URI naming the kind of problem. */
   type?: string;
+  /** A short summary of the kind of problem. */
   title?: string;
+  /** The HTTP status the server answered with. */
   status?: number;
+  /** A human explanation of this occurrence. */
   detail?: string;
+  /** A URI naming this occurrence. */
   instance?: string;
+  /** The server's id of the request, to quote when asking about it. */
   requestId?: string;
+  /** The spec's problem code (`JOIN_CODE_EXPIRED`, …). */
   code?: string;
+  /** What is wrong with each field of the request, when the request was refused for its fields. */
   errors?: FieldProblem[];
+  /** Facts particular to the code (`RELEASE_MISMATCH`: `clusterRelease`, …). */
   details?: Record<string, unknown>;
 }
 

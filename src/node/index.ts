@@ -6,7 +6,7 @@
  *
  * Everything browser-safe (join codes, errors, the admin client) is `@stratum/join`;
  * publishing releases (keys, signing, verifying a directory) is `@stratum/join/release`.
- * @module
+ * @module @stratum/join/node
  */
 
 export {
@@ -41,6 +41,7 @@ export {
   collectInventory,
   type CollectInventoryOptions,
   type RunCommand,
+  type Inventory as CollectedInventory,
   type DiskHolder,
   type DiskPartition,
   type InventoryCpu,
@@ -52,6 +53,7 @@ export {
 export { spkiFingerprint, caFingerprint } from "./pki.js";
 export { downloadRelease, type JoinerDownloadReleaseOptions as DownloadReleaseOptions } from "./self-upgrade.js";
 export type {
+  DownloadReleaseOptions as ReleaseDownloaderOptions,
   DownloadedRelease,
   DownloadedReleaseFile,
   ReleaseProgress,
@@ -59,6 +61,7 @@ export type {
   ReleaseUpgrade,
 } from "../release/download.js";
 export type {
+  DispatcherSourceOptions,
   MirrorSourceOptions,
   ReleaseFetchRequest,
   ReleaseFetchResponse,
@@ -68,7 +71,10 @@ export type {
 export type { ReleaseLimits } from "../release/verify.js";
 export type { ReleasePublicKeyInput } from "../release/keys.js";
 export type { ReleaseFile, ReleaseManifest } from "../release/manifest.js";
+export type { BackoffOptions } from "../core/retry.js";
+export type { CodeCheck, Registration, JoinState, ProgressReport, Delivery, Inventory, components } from "../types.js";
 export {
+  StratumError,
   JoinProtocolError,
   IdentityError,
   RegistrationEndedError,

@@ -49,8 +49,15 @@ import { caFingerprint, verifyListenerCertificate } from "./pki.js";
 
 /** Where the join listener is and which code to prove: a join URL, or an endpoint and a code. */
 export type JoinTarget =
-  | { /** `stratum-join://HOST[:PORT]/XXXX-XXXX-XXX` */ url: string; endpoint?: never; code?: never }
   | {
+      /** `stratum-join://HOST[:PORT]/XXXX-XXXX-XXX` */ url: string;
+      /** Not with `url`: the URL carries it. */
+      endpoint?: never;
+      /** Not with `url`: the URL carries it. */
+      code?: never;
+    }
+  | {
+      /** Not with `endpoint` and `code`. */
       url?: never;
       /** `host` or `host:port` (9444 by default) */ endpoint: string;
       /** the join code, in any accepted spelling */ code: string;
@@ -94,7 +101,9 @@ export type RegisterMachineOptions = JoinTarget &
     release: string;
     /** The machine can upgrade itself to the cluster's release before it registers. */
     selfUpgrade?: boolean;
+    /** The machine's host name, as the console shows it. */
     hostname?: string;
+    /** The machine's serial number (SMBIOS system serial), as the console shows it. */
     systemSerial?: string;
     /** The machine's hardware (see `collectInventory`). */
     inventory?: Inventory;

@@ -23,7 +23,12 @@ export const KEY_STRETCHING = "memory-constrained" as const;
 export const OPAQUE_CLIENT_IDENTIFIER = "stratum-join";
 
 /** The OPAQUE identifiers for a cluster CA: `{ client: "stratum-join", server: "sha256:<hex of SHA-256(caDer)>" }`. */
-export function opaqueIdentifiers(caDer: Uint8Array): { client: string; server: string } {
+export function opaqueIdentifiers(caDer: Uint8Array): {
+  /** The client identifier, the same for every joiner. */
+  client: string;
+  /** The server identifier: `sha256:` and the hex SHA-256 of the cluster CA's DER. */
+  server: string;
+} {
   return { client: OPAQUE_CLIENT_IDENTIFIER, server: `sha256:${createHash("sha256").update(caDer).digest("hex")}` };
 }
 

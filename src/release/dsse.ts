@@ -11,7 +11,7 @@ export const RELEASE_MANIFEST_PAYLOAD_TYPE = "application/vnd.stratum.release-ma
 export interface DsseSignature {
   /** The signer's keyid (lower-case hex SHA-256 of the raw public key). A hint, never trusted. */
   keyid: string;
-  /** Base64 of the 64-byte Ed25519 signature over {@link preAuthEncoding}(payloadType, payload). */
+  /** Base64 of the 64-byte Ed25519 signature over the DSSE pre-authentication encoding PAE(payloadType, payload). */
   sig: string;
 }
 

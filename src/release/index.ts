@@ -3,7 +3,7 @@
  * is the hex SHA-256 of the raw public key), signing a release directory (its manifest as a
  * DSSE envelope), and verifying a manifest or a whole directory exactly as a joiner does.
  * Node only. Joiners download with `downloadRelease` of `@stratum/join/node`.
- * @module
+ * @module @stratum/join/release
  */
 export {
   generateReleaseKeyPair,
@@ -30,4 +30,9 @@ export {
   type VerifyReleaseDirectoryOptions,
   type VerifyReleaseManifestOptions,
 } from "./verify.js";
-export { ReleaseVerificationError, ReleaseArgumentError, type ReleaseVerificationRule } from "../errors/index.js";
+export {
+  StratumError,
+  ReleaseVerificationError,
+  ReleaseArgumentError,
+  type ReleaseVerificationRule,
+} from "../errors/index.js";

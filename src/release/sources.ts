@@ -13,7 +13,10 @@ import { http1Get, type Http1Connector } from "./http1.js";
 /** One request of the downloader: a whole file, or its tail from `range.start`. */
 export interface ReleaseFetchRequest {
   /** Ask for the bytes from `start` to the end (`Range: bytes=START-`). Absent: the whole file. */
-  range?: { start: number };
+  range?: {
+    /** The first byte wanted, counted from 0. */
+    start: number;
+  };
   /** A strong ETag to send as `If-Range`, so a changed file comes back whole (200), not spliced. */
   ifRange?: string;
   /** Aborts the request and its body. */
@@ -103,7 +106,7 @@ export function dispatcherSource(
   };
 }
 
-/** Options of {@link mirrorSource}. */
+/** Options of the mirror source made from a registration's `upgrade.source`. */
 export interface MirrorSourceOptions extends Omit<DispatcherSourceOptions, "origin"> {
   /** CA certificate(s), PEM, to trust instead of the system's (a test CA, a private mirror). */
   ca?: string | string[];

@@ -57,7 +57,7 @@ export interface VerifyReleaseManifestOptions {
   threshold?: number;
   /** The release the cluster told this joiner to upgrade to (`upgrade.to`). Anything else is refused: no rollback, no mix-and-match. */
   expectRelease: string;
-  /** Bounds; defaults in {@link DEFAULT_RELEASE_LIMITS}. */
+  /** Bounds; each defaults as {@link ReleaseLimits} says. */
   limits?: ReleaseLimits;
 }
 

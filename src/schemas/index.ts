@@ -474,7 +474,19 @@ export type AdminOperationId =
   | "setClusterUpgrade";
 
 /** What a {@link ResponseValidator} found: the body as parsed, or what is wrong with it. */
-export type ValidationResult = { success: true; data: unknown } | { success: false; issues: ValidationIssue[] };
+export type ValidationResult =
+  | {
+      /** The body matched its schema. */
+      success: true;
+      /** The body, as parsed by the schema. */
+      data: unknown;
+    }
+  | {
+      /** The body did not match its schema. */
+      success: false;
+      /** Where and how it did not. */
+      issues: ValidationIssue[];
+    };
 
 /**
  * Checks the success body of one admin operation. The admin client takes one as its

@@ -13,7 +13,7 @@
  * - Durable writes, for the founder's secrets and state files.
  *
  * Node only. docs/protocol.md says what each step must do and why.
- * @module
+ * @module @stratum/join/server
  */
 export {
   createServerSetup,

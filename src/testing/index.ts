@@ -4,19 +4,26 @@
  * openapi-msw, so a fake answer that drifts from `openapi.yaml` fails to compile.
  *
  * Needs `msw` (v2) and `openapi-msw` installed next to the SDK.
- * @module
+ * @module @stratum/join/testing
  */
 
 import { HttpResponse, type HttpHandler } from "msw";
 import { createOpenApiHttp, type OpenApiHttpHandlers } from "openapi-msw";
-import type { components, paths } from "../../generated/api.js";
+import type { components, operations, paths } from "../../generated/api.js";
 import { generateJoinCode } from "../core/join-code.js";
 import { formatJoinUrl } from "../core/join-url.js";
 
+/** The component schemas of `openapi.yaml` as TypeScript types (`ApiSchemas["NodeJoin"]`, …). */
 type Schemas = components["schemas"];
+/** A machine that registered to join, on the founder. */
 type NodeJoin = Schemas["NodeJoin"];
+/** A join code as the founder lists it (never the code itself). */
 type JoinCode = Schemas["JoinCode"];
+/** The machine-readable code of every API refusal. */
 type ProblemCode = Schemas["ProblemCode"];
+
+// The shapes the handlers and fixtures speak, under the names the root entry gives them.
+export type { Schemas as ApiSchemas, NodeJoin, JoinCode as JoinCodeInfo, ProblemCode, components, operations, paths };
 
 /**
  * An openapi-msw `http` typed by the whole API, for handlers of your own (an error, a delay,

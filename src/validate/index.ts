@@ -8,7 +8,7 @@
  * import { validateResponses } from "@stratum/join/validate";
  * const admin = createAdminClient({ baseUrl, token, validate: validateResponses });
  * ```
- * @module
+ * @module @stratum/join/validate
  */
 export {
   validateResponses,
@@ -16,3 +16,4 @@ export {
   type ValidationResult,
   type AdminOperationId,
 } from "../schemas/index.js";
+export type { ValidationIssue } from "../errors/index.js";
