@@ -1,7 +1,8 @@
 /**
  * The machine inventory a joiner reports, in the shape of the Stratum API's `Inventory`.
- * Defined here by hand until the lead swaps it for the type generated from `openapi.yaml`,
- * so field names and optionality follow the spec exactly. An absent optional field means
+ * Written by hand, with narrower literal types than the generated `Inventory` (e.g. `link`
+ * is `up | down | unknown`); `test/node/inventory/types.test-d.ts` holds it to the type
+ * generated from `openapi.yaml`, so field names and optionality follow the spec exactly. An absent optional field means
  * "not known on this machine", never "none": an empty array is a positive statement.
  * @module
  */
