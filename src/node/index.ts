@@ -73,8 +73,15 @@ export type { ReleasePublicKeyInput } from "../release/keys.js";
 export type { ReleaseFile, ReleaseManifest } from "../release/manifest.js";
 export type { BackoffOptions } from "../core/retry.js";
 export type { CodeCheck, Registration, JoinState, ProgressReport, Delivery, Inventory, components } from "../types.js";
+// The errors the joiner throws, including those it shares with the root entry (the same
+// classes: `instanceof` works whichever entry a caller imports them from).
 export {
   StratumError,
+  StratumApiError,
+  ResponseValidationError,
+  NetworkError,
+  TimeoutError,
+  isAbortError,
   JoinProtocolError,
   IdentityError,
   RegistrationEndedError,
@@ -85,4 +92,7 @@ export {
   type ListenerCertificateCheck,
   type ReleaseVerificationRule,
   type ReleaseDownloadFailure,
+  type FieldProblem,
+  type ProblemBody,
+  type ValidationIssue,
 } from "../errors/index.js";
