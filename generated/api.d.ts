@@ -37,6 +37,10 @@ export interface paths {
          *       `JOIN_CODE_STALE`).
          *     - Every KE1 for a live code counts as an attempt not yet proven; a valid KE3 clears it.
          *       Past 10 unproven attempts the code is burned: revoked by `system:too-many-attempts`.
+         *     - At most `10 − attempts` exchanges of a code are outstanding at once (from KE1 until a
+         *       valid KE3, a failed KE3 or the end of the session); a KE1 beyond that is answered 503
+         *       `JOIN_CODE_BUSY` with `Retry-After`, and the joiner waits and retries. So a batch of
+         *       machines started at once never burns its code.
          *
          *     The session is single-use, bound to this TLS connection and to this client
          *     certificate's key, and expires about 60 seconds after the answer.
@@ -65,7 +69,7 @@ export interface paths {
          *     records nothing: no registration, no key.
          *
          *     Refused as a registration is: a code not proven (401 `JOIN_CODE_INVALID`: mistyped, or not
-         *     this cluster's); an expired or revoked code (401 `JOIN_CODE_EXPIRED` or
+         *     this cluster's); a code proven over a relayed connection (401 `JOIN_BINDING_FAILED`); an expired or revoked code (401 `JOIN_CODE_EXPIRED` or
          *     `JOIN_CODE_REVOKED`, with the reason); a proof for no waiting exchange of this key on this
          *     connection (409 `JOIN_PAKE_RESTART`: start again); a release other than the cluster's (409
          *     `RELEASE_MISMATCH`, naming the cluster's release and its ISO path, and why an older
@@ -95,7 +99,8 @@ export interface paths {
          *     on this connection) authenticates the call, and the TLS client certificate is the
          *     machine's key, which every later call is pinned to.
          *
-         *     Refused: a code not proven (401 `JOIN_CODE_INVALID`), an expired or revoked code (401,
+         *     Refused: a code not proven (401 `JOIN_CODE_INVALID`), a code proven over a relayed
+         *     connection (401 `JOIN_BINDING_FAILED`), an expired or revoked code (401,
          *     with the reason); a proof for no waiting exchange of this key on this connection (409
          *     `JOIN_PAKE_RESTART`); a release other than the cluster's (409 `RELEASE_MISMATCH`, naming
          *     the cluster's release and its ISO path); a key whose registration was rejected (409
@@ -469,8 +474,14 @@ export interface components {
         /**
          * @description What went wrong, for a caller to branch on:
          *
-         *     - `JOIN_CODE_INVALID`: the code was not proven: mistyped, not this cluster's, or the
-         *       channel binding failed (a relayed connection).
+         *     - `JOIN_CODE_INVALID`: the code was not proven: mistyped, or not this cluster's.
+         *     - `JOIN_BINDING_FAILED` (401): the code was proven (KE3 verified) but the `Join-Binding`
+         *       header does not match this TLS connection: something between the joiner and the
+         *       listener terminates TLS and relays the exchange. Sent only after KE3 verifies, so it
+         *       tells someone guessing codes nothing; the attempt stays counted, nothing is recorded.
+         *     - `JOIN_CODE_BUSY` (503, with `Retry-After`): too many exchanges of this code are
+         *       outstanding (at most `10 − attempts` at once), e.g. a batch of machines started
+         *       together; wait `Retry-After` and send a new KE1.
          *     - `JOIN_CODE_EXPIRED`: the code's lifetime is over; mint a new one.
          *     - `JOIN_CODE_REVOKED`: the code was revoked; `details.revokedBy` says by whom
          *       (`system:too-many-attempts` for a burned code).
@@ -494,7 +505,7 @@ export interface components {
          *     - `INTERNAL`: the server failed; quote the `requestId`.
          * @enum {string}
          */
-        ProblemCode: "JOIN_CODE_INVALID" | "JOIN_CODE_EXPIRED" | "JOIN_CODE_REVOKED" | "JOIN_CODE_STALE" | "JOIN_PAKE_RESTART" | "RELEASE_MISMATCH" | "REGISTRATION_REJECTED" | "RATE_LIMITED" | "UPGRADE_IN_PROGRESS" | "RELEASE_BUSY" | "INVALID_INPUT" | "JOIN_APPROVAL_REFUSED" | "JOIN_STATE_CONFLICT" | "RANGE_NOT_SATISFIABLE" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "INTERNAL";
+        ProblemCode: "JOIN_CODE_INVALID" | "JOIN_BINDING_FAILED" | "JOIN_CODE_BUSY" | "JOIN_CODE_EXPIRED" | "JOIN_CODE_REVOKED" | "JOIN_CODE_STALE" | "JOIN_PAKE_RESTART" | "RELEASE_MISMATCH" | "REGISTRATION_REJECTED" | "RATE_LIMITED" | "UPGRADE_IN_PROGRESS" | "RELEASE_BUSY" | "INVALID_INPUT" | "JOIN_APPROVAL_REFUSED" | "JOIN_STATE_CONFLICT" | "RANGE_NOT_SATISFIABLE" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "INTERNAL";
         /**
          * @description An RFC 9457 problem document, the answer of every 4xx and 5xx.
          * @example {
@@ -1751,8 +1762,9 @@ export interface components {
          *     HKDF-SHA256 of the OPAQUE session key with info `stratum-join/v1 client`, and transcript
          *     the length-prefixed concatenation of `stratum-join/v1`, the session, SHA-256(ke1 ‖ ke2),
          *     the CA fingerprint, the client key fingerprint and the TLS exporter
-         *     (`EXPORTER-Channel-Binding`, 32 bytes). A relayed connection fails it (401
-         *     `JOIN_CODE_INVALID`).
+         *     (`EXPORTER-Channel-Binding`, 32 bytes). It is checked only after KE3 verifies: a wrong
+         *     KE3 is 401 `JOIN_CODE_INVALID` whatever the header says, and a verified KE3 with a binding
+         *     that fails (a relayed connection) is 401 `JOIN_BINDING_FAILED`.
          */
         JoinBinding: string;
         /** @description One byte range, `bytes=START-` or `bytes=START-END`. */
@@ -1821,8 +1833,9 @@ export interface operations {
                  *     HKDF-SHA256 of the OPAQUE session key with info `stratum-join/v1 client`, and transcript
                  *     the length-prefixed concatenation of `stratum-join/v1`, the session, SHA-256(ke1 ‖ ke2),
                  *     the CA fingerprint, the client key fingerprint and the TLS exporter
-                 *     (`EXPORTER-Channel-Binding`, 32 bytes). A relayed connection fails it (401
-                 *     `JOIN_CODE_INVALID`).
+                 *     (`EXPORTER-Channel-Binding`, 32 bytes). It is checked only after KE3 verifies: a wrong
+                 *     KE3 is 401 `JOIN_CODE_INVALID` whatever the header says, and a verified KE3 with a binding
+                 *     that fails (a relayed connection) is 401 `JOIN_BINDING_FAILED`.
                  */
                 "Join-Binding": components["parameters"]["JoinBinding"];
             };
@@ -1879,8 +1892,9 @@ export interface operations {
                  *     HKDF-SHA256 of the OPAQUE session key with info `stratum-join/v1 client`, and transcript
                  *     the length-prefixed concatenation of `stratum-join/v1`, the session, SHA-256(ke1 ‖ ke2),
                  *     the CA fingerprint, the client key fingerprint and the TLS exporter
-                 *     (`EXPORTER-Channel-Binding`, 32 bytes). A relayed connection fails it (401
-                 *     `JOIN_CODE_INVALID`).
+                 *     (`EXPORTER-Channel-Binding`, 32 bytes). It is checked only after KE3 verifies: a wrong
+                 *     KE3 is 401 `JOIN_CODE_INVALID` whatever the header says, and a verified KE3 with a binding
+                 *     that fails (a relayed connection) is 401 `JOIN_BINDING_FAILED`.
                  */
                 "Join-Binding": components["parameters"]["JoinBinding"];
             };

@@ -21,6 +21,8 @@ export interface FieldError {
 /** The problem codes of openapi.yaml (`ProblemCode`). */
 export type ProblemCode =
   | "JOIN_CODE_INVALID"
+  | "JOIN_BINDING_FAILED"
+  | "JOIN_CODE_BUSY"
   | "JOIN_CODE_EXPIRED"
   | "JOIN_CODE_REVOKED"
   | "JOIN_CODE_STALE"
@@ -41,6 +43,8 @@ export type ProblemCode =
 
 const TITLES: Record<ProblemCode, string> = {
   JOIN_CODE_INVALID: "Join code not proven",
+  JOIN_BINDING_FAILED: "Connection intercepted",
+  JOIN_CODE_BUSY: "Join code busy",
   JOIN_CODE_EXPIRED: "Join code expired",
   JOIN_CODE_REVOKED: "Join code revoked",
   JOIN_CODE_STALE: "Join code stale",

@@ -356,8 +356,10 @@ export class JoinListener {
 
   /**
    * Checks the KE3 call's proof: the session (this connection, this key, not used, not
-   * expired; else 409 `JOIN_PAKE_RESTART`), the OPAQUE KE3 and the `Join-Binding` header (else
-   * 401 `JOIN_CODE_INVALID`, the attempt still counted). Then clears the attempt, sets the
+   * expired; else 409 `JOIN_PAKE_RESTART`), the OPAQUE KE3 (else 401 `JOIN_CODE_INVALID`), then
+   * the `Join-Binding` header (else 401 `JOIN_BINDING_FAILED`: the code was proven over a
+   * relayed connection; told only after KE3 verifies, so a guesser learns nothing from it),
+   * the attempt still counted either way. Then clears the attempt, sets the
    * server's `Join-Binding` on the answer, and refuses a code that no longer works (401 with
    * the reason) or an upgrade in progress (503).
    */
@@ -395,7 +397,12 @@ export class JoinListener {
       exporter: tlsExporter(socket),
     });
     const header = ctx.req.headers["join-binding"];
-    if (!(await verifyBinding(keys.kc, transcript, typeof header === "string" ? header : undefined))) throw notProven();
+    if (!(await verifyBinding(keys.kc, transcript, typeof header === "string" ? header : undefined))) {
+      throw new HttpProblem(401, "JOIN_BINDING_FAILED", {
+        detail:
+          "The join code was proven, but not over this TLS connection: something between the machine and the listener relays it.",
+      });
+    }
     if (session.counted) this.#o.cluster.clearAttempt(session.codeId);
     ctx.res.setHeader("Join-Binding", await serverBinding(keys.ks, transcript));
     const refusal = this.#o.cluster.refusalOfProvenCode(session.codeId);

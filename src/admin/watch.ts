@@ -35,7 +35,11 @@ export type JoinChange =
 
 /** How {@link watchJoins} polls. */
 export interface WatchJoinsOptions {
-  /** Stops the watch; the abort is re-thrown from the iterator as it is. Breaking out of the loop stops it too. */
+  /**
+   * Stops the watch. Abort rule: the caller's abort is re-thrown as is, the signal's `reason`:
+   * a pending `next()` rejects with it, and after an abort between iterations the next
+   * `next()` does. Breaking out of the loop stops the watch without an error.
+   */
   signal?: AbortSignal;
   /** The pause between two successful polls, in ms. Default 2 000. */
   intervalMs?: number;
@@ -63,7 +67,12 @@ export interface JoinLister {
  * A poll that fails for a reason that may pass (no answer, a timeout, 408, 429, 5xx) is
  * retried with backoff, after `Retry-After` when the server sent one, and `onRetry` is told.
  * Any other failure (401, 403, a body that fails validation) ends the watch by throwing, since
- * polling again cannot fix it. The caller's abort ends it by re-throwing the abort.
+ * polling again cannot fix it.
+ *
+ * Abort rule: the caller's abort is re-thrown as is, the signal's `reason` (`isAbortError(e,
+ * signal)`): a pending `next()` rejects with it, and after an abort between iterations the
+ * next `next()` does, even when changes of the last poll are still to be yielded. Breaking
+ * out of the loop stops the watch without an error.
  */
 export async function* watchJoins(
   client: JoinLister,
@@ -78,7 +87,9 @@ export async function* watchJoins(
     try {
       ({ items } = await client.listNodeJoins({ signal, timeoutMs }));
     } catch (error) {
-      if (signal?.aborted || !isPassing(error)) throw error;
+      // The caller's abort as it is, whatever the client made of it.
+      throwIfAborted(signal);
+      if (!isPassing(error)) throw error;
       const delay = retryDelay(failures++, error instanceof StratumApiError ? error.retryAfter : undefined, backoff);
       onRetry?.(error, delay);
       await sleep(delay, signal);
@@ -87,7 +98,10 @@ export async function* watchJoins(
     failures = 0;
     const changes = diffJoins(known, items);
     known = new Map(items.map((join) => [join.id, join]));
-    for (const change of changes) yield change;
+    for (const change of changes) {
+      yield change;
+      throwIfAborted(signal); // an abort between iterations ends the watch at once
+    }
     await sleep(intervalMs, signal);
   }
 }

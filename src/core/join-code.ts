@@ -103,8 +103,9 @@ export function computeCheckSymbol(data10: string): string {
  *   `position` in `input` (in code points) and the `character`;
  * - `length`: not 11 symbols;
  * - `check`: the check symbol does not match. When exactly one swap of two adjacent symbols
- *   makes the code valid, `suggestion` is that code's display form and the message ends with
- *   "did you mean XXXX-XXXX-XXX?". (Luhn mod 32 misses only the swaps `0Z` ↔ `Z0`.)
+ *   makes the code valid, `suggestion` is that code's display form (for the person typing
+ *   only: the message never carries it, and no serialisation of the error shows it). (Luhn
+ *   mod 32 misses only the swaps `0Z` ↔ `Z0`.)
  */
 export function parseJoinCode(input: string): JoinCode {
   if (typeof input !== "string") throw new JoinCodeError("empty", "no join code was given");
@@ -127,10 +128,10 @@ export function parseJoinCode(input: string): JoinCode {
   }
   if (!checks(code)) {
     const suggestion = uniqueSwapSuggestion(code);
-    const base = "the join code's check symbol does not match: a symbol is mistyped";
+    const base = "the join code's check symbol does not match";
     throw suggestion === undefined
-      ? new JoinCodeError("check", base)
-      : new JoinCodeError("check", `${base}; did you mean ${suggestion}?`, { suggestion });
+      ? new JoinCodeError("check", `${base}: a symbol is mistyped`)
+      : new JoinCodeError("check", `${base}: two adjacent symbols look swapped`, { suggestion });
   }
   return build(code);
 }

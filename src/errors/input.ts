@@ -1,7 +1,7 @@
 /**
  * Input refused locally, before anything reaches the network: a join code, a join URL or
  * endpoint, a pairing code. A typo never costs a PAKE attempt. Messages name the position and
- * the character that is wrong, never the code itself.
+ * the character that is wrong, never a code.
  * @module
  */
 import { StratumError } from "./stratum-error.js";
@@ -9,10 +9,19 @@ import { StratumError } from "./stratum-error.js";
 /** Why a join code was refused locally, before any network call. */
 export type JoinCodeErrorReason = "empty" | "length" | "character" | "check";
 
+// The suggestion is a join code, a secret: it is kept off the error object itself, so
+// `JSON.stringify`, `util.inspect`, `console.log` and structured logging never see it, and is
+// read through the class's getter by code that shows it to the person who typed the code.
+const suggestions = new WeakMap<JoinCodeError, string>();
+// What the inspector is shown instead of a JoinCodeError: a class named the same (the property
+// name gives the class expression its name), without the suggestion getter.
+const ShownJoinCodeError = { JoinCodeError: class extends StratumError {} }.JoinCodeError;
+
 /**
  * A join code that is not well formed. Thrown by `parseJoinCode` before anything reaches the
- * network, so a typo never costs a PAKE attempt. The message never repeats the code itself,
- * except as the suggestion of an adjacent swap that makes it valid.
+ * network, so a typo never costs a PAKE attempt. The message never carries a join code; with a
+ * swap of two adjacent symbols, the corrected code is {@link JoinCodeError.suggestion}, which
+ * no serialisation of the error shows.
  */
 export class JoinCodeError extends StratumError {
   /** What is wrong: nothing typed, the wrong number of symbols, a symbol outside the alphabet, or a failed check symbol. */
@@ -21,8 +30,6 @@ export class JoinCodeError extends StratumError {
   readonly position: number | undefined;
   /** With `character`: the offending character. */
   readonly character: string | undefined;
-  /** With `check`: the display form of the one code that a single adjacent swap makes valid, if there is exactly one. */
-  readonly suggestion: string | undefined;
 
   constructor(
     reason: JoinCodeErrorReason,
@@ -34,7 +41,35 @@ export class JoinCodeError extends StratumError {
     this.reason = reason;
     this.position = extra.position;
     this.character = extra.character;
-    this.suggestion = extra.suggestion;
+    if (extra.suggestion !== undefined) suggestions.set(this, extra.suggestion);
+  }
+
+  /**
+   * With `check`: the display form of the one code that a single adjacent swap makes valid,
+   * if there is exactly one. It is a join code, a secret: show it only to the person typing
+   * (a terminal, a form), never log it. It is not an own property of the error, so
+   * `JSON.stringify(error)`, `util.inspect(error)` and `console.log(error)` do not show it.
+   */
+  get suggestion(): string | undefined {
+    return suggestions.get(this);
+  }
+
+  /**
+   * What `util.inspect` and `console.log` show: the error as it is, without the suggestion,
+   * which Node's inspector would otherwise list (as a getter of the class) with `showHidden`.
+   */
+  [Symbol.for("nodejs.util.inspect.custom")](
+    _depth: number,
+    options: unknown,
+    inspect: (value: unknown, options: unknown) => string,
+  ): string {
+    // The same own properties (stack, message, code, reason, …) on an object of a class of
+    // the same name that has no suggestion getter.
+    const shown = Object.create(ShownJoinCodeError.prototype) as Record<string, unknown>;
+    for (const key of Reflect.ownKeys(this)) {
+      Object.defineProperty(shown, key, Object.getOwnPropertyDescriptor(this, key)!);
+    }
+    return inspect(shown, options);
   }
 }
 

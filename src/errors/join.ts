@@ -16,6 +16,13 @@ export type JoinProtocolErrorCode =
   | "LISTENER_CERTIFICATE"
   /** The server's `Join-Binding` did not match the transcript: the connection is relayed or tampered with. */
   | "BINDING_MISMATCH"
+  /**
+   * The connection was intercepted: the listener verified this machine's proof of the code
+   * (KE3) but not its channel binding (401 `JOIN_BINDING_FAILED`), so something between the
+   * two terminates TLS and relays the exchange. The code itself is right. Nothing was recorded;
+   * do not retry on this network path, find the relay (a TLS-inspecting proxy, a wrong route).
+   */
+  | "CONNECTION_INTERCEPTED"
   /** The server's pairing code differs from the one computed locally. */
   | "PAIRING_MISMATCH"
   /** The exchange would have continued over a second socket, which breaks the TLS channel binding. */
@@ -39,7 +46,7 @@ export type ListenerCertificateCheck =
 /**
  * The join protocol could not go on safely: the listener is not who it claims, the channel
  * is not the one the PAKE was bound to, or TLS itself failed. Branch on `code`; never retry
- * a `LISTENER_*`, `BINDING_MISMATCH` or `PAIRING_MISMATCH` blindly, they mean someone else
+ * a `LISTENER_*`, `BINDING_MISMATCH`, `CONNECTION_INTERCEPTED` or `PAIRING_MISMATCH` blindly, they mean someone else
  * may be on the line.
  */
 export class JoinProtocolError extends StratumError {

@@ -30,7 +30,14 @@ export class StratumError extends Error {
   }
 }
 
-/** True for the error an aborted `AbortSignal` throws (a DOMException `AbortError`, or the signal's own reason). */
-export function isAbortError(error: unknown): boolean {
+/**
+ * True for a caller's abort as the SDK re-throws it: every function that waits re-throws the
+ * abort as is, the signal's `reason`. Without `signal`: true for an error named `AbortError`
+ * (the DOMException of `controller.abort()` with no reason). With `signal`: also true when
+ * `error` is that aborted signal's own reason, whatever it is (`controller.abort(myReason)`,
+ * `AbortSignal.timeout()`'s `TimeoutError` DOMException).
+ */
+export function isAbortError(error: unknown, signal?: AbortSignal): boolean {
+  if (signal?.aborted && error === signal.reason) return true;
   return typeof error === "object" && error !== null && (error as { name?: unknown }).name === "AbortError";
 }

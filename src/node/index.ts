@@ -19,6 +19,7 @@ export {
 export {
   checkJoinCode,
   registerMachine,
+  DEFAULT_JOIN_TIMEOUT_MS,
   type JoinTarget,
   type ProveOptions,
   type CheckJoinCodeOptions,
@@ -32,7 +33,10 @@ export {
   watchRegistration,
   waitForRegistration,
   reportProgress,
+  DEFAULT_CALL_TIMEOUT_MS,
+  DEFAULT_POLL_MARGIN_MS,
   type GetRegistrationOptions,
+  type ReportProgressOptions,
   type WatchRegistrationOptions,
   type WaitForRegistrationOptions,
 } from "./registration.js";

@@ -15,6 +15,7 @@ import { X509Certificate as NodeX509Certificate } from "node:crypto";
 import { isIP, type OnReadOpts } from "node:net";
 import * as tls from "node:tls";
 import { Client, type Dispatcher } from "undici";
+import { startDeadline } from "../core/deadline.js";
 import { problemFromBody } from "../core/problem.js";
 import { parseRetryAfter } from "../core/retry.js";
 import {
@@ -32,14 +33,26 @@ import { verifyListenerCertificate } from "./pki.js";
 const EXPORTER_LABEL = "EXPORTER-Channel-Binding";
 const EXPORTER_LENGTH = 32;
 const EMPTY_CONTEXT = Buffer.alloc(0);
-const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+/**
+ * Time allowed for TCP + TLS when the caller gives none: the listener is on the machine's own
+ * network, so a handshake that takes longer than 10 s is not coming.
+ */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 // Idle time undici tolerates on the socket between requests. It must outlast the joiner's
 // Argon2 (finishLogin) and checks between the PAKE answer and KE3, and the gap between two
 // long polls; a server's `Keep-Alive: timeout=N` hint can still shorten it.
 const KEEP_ALIVE_MS = 10 * 60_000;
-// A long poll holds the request for up to 30 s before the first header byte arrives.
-const HEADERS_TIMEOUT_MS = 120_000;
-const BODY_TIMEOUT_MS = 120_000;
+// Every request has one deadline of its own (`PinnedRequest.timeoutMs`), covering the request,
+// the headers and the whole body, that ends in a TimeoutError. undici's own timeouts are idle
+// timers (a body dripping one byte a second never trips them) and end in undici's errors, so
+// they are switched off rather than left to race the deadline.
+const UNDICI_TIMEOUTS_OFF = 0;
+/**
+ * A request's deadline when its caller gives none: a long poll holds the request up to 30 s
+ * before the first header byte, and a slow link or a busy founder deserves as long again
+ * and more; past two minutes a listener that has not answered is taken for gone.
+ */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 120_000;
 const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
 
 /**
@@ -93,6 +106,11 @@ export interface PinnedRequest {
   body?: string | Uint8Array;
   /** Aborts the request; the abort is re-thrown as is. Aborting a request in flight closes the connection. */
   signal?: AbortSignal;
+  /**
+   * Deadline of the request, its headers and its whole body, in ms (default
+   * {@link DEFAULT_REQUEST_TIMEOUT_MS}); then `TimeoutError`, and the connection is closed.
+   */
+  timeoutMs?: number;
   /** Refuse bodies larger than this (default 16 MiB). */
   maxBodyBytes?: number;
 }
@@ -318,8 +336,8 @@ export async function openPinnedConnection(options: OpenPinnedConnectionOptions)
     pipelining: 1,
     keepAliveTimeout: KEEP_ALIVE_MS,
     keepAliveMaxTimeout: KEEP_ALIVE_MS,
-    headersTimeout: HEADERS_TIMEOUT_MS,
-    bodyTimeout: BODY_TIMEOUT_MS,
+    headersTimeout: UNDICI_TIMEOUTS_OFF,
+    bodyTimeout: UNDICI_TIMEOUTS_OFF,
   });
 
   const connection: PinnedConnection = {
@@ -354,14 +372,14 @@ async function sendRequest(client: Client, request: PinnedRequest): Promise<Pinn
     headers["content-type"] = "application/json";
   }
   const maxBodyBytes = request.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  const { signal } = request;
+  const deadline = startDeadline(request.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, request.signal, operation);
   try {
     const response = await client.request({
       method,
       path: request.path,
       headers,
       body: body ?? null,
-      signal: signal ?? null,
+      signal: deadline.signal,
     });
     const chunks: Uint8Array[] = [];
     let total = 0;
@@ -380,13 +398,19 @@ async function sendRequest(client: Client, request: PinnedRequest): Promise<Pinn
       try {
         json = JSON.parse(Buffer.from(bytes).toString("utf8"));
       } catch {
-        throw new ResponseValidationError(operation, [{ path: "", message: "the body is not valid JSON" }]);
+        // A refusal whose body is broken is still a refusal (`HTTP_<status>`, see refusalOf);
+        // only an answer meant to be used is refused for its body.
+        if (response.statusCode < 400)
+          throw new ResponseValidationError(operation, [{ path: "", message: "the body is not valid JSON" }]);
       }
     }
     return { status: response.statusCode, headers: response.headers, body: bytes, json };
   } catch (error) {
-    if (signal?.aborted) throw signal.reason;
+    // The caller's abort as it is, or this request's TimeoutError: whatever undici made of it.
+    if (deadline.signal.aborted) throw deadline.signal.reason;
     if (StratumError.is(error)) throw error;
     throw new NetworkError(`${operation} failed: ${(error as Error).message}`, { cause: error });
+  } finally {
+    deadline.dispose();
   }
 }

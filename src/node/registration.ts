@@ -5,12 +5,13 @@
  * @module
  */
 import { parseEndpoint } from "../core/join-url.js";
+import { checkTimeout, startDeadline, within, type Deadline } from "../core/deadline.js";
 import { retryDelay, sleep, throwIfAborted, type BackoffOptions } from "../core/retry.js";
 import { isFinalState } from "../core/join-states.js";
 import {
-  isAbortError,
   NetworkError,
   RegistrationEndedError,
+  ResponseValidationError,
   StratumApiError,
   StratumError,
   TimeoutError,
@@ -22,6 +23,7 @@ import { JoinProtocolError } from "../errors/index.js";
 import type { MachineIdentity } from "./identity.js";
 import { sessionCaDer, type JoinSession } from "./join-session.js";
 import {
+  DEFAULT_CONNECT_TIMEOUT_MS,
   openPinnedConnection,
   refusalOf,
   responseHeader,
@@ -76,50 +78,122 @@ function view(response: PinnedResponse, operation: string): Registration {
   return registration;
 }
 
+/**
+ * The deadline of {@link getRegistration} and {@link reportProgress} when the caller gives
+ * none: 30 s. One request the listener answers at once (no long poll): room for a slow link
+ * and a founder busy writing, short enough that a dead listener is noticed while someone waits.
+ */
+export const DEFAULT_CALL_TIMEOUT_MS = 30_000;
+
+/**
+ * How long each request of {@link watchRegistration} may take beyond the time the listener
+ * holds its long poll (`waitSeconds`), when the caller gives none: 30 s, as a single call.
+ */
+export const DEFAULT_POLL_MARGIN_MS = 30_000;
+
+// Retries of a watch: quick at first (a listener restarting is back within a second or two),
+// never more than 15 s apart so a machine waiting for approval notices the listener's return.
+const WATCH_BACKOFF: BackoffOptions = { baseMs: 500, maxMs: 15_000 };
+
+/**
+ * One call on a fresh connection pinned to the session, within one deadline that covers
+ * connect, TLS, the request, its headers and its whole body.
+ */
+async function callOnce(
+  session: JoinSession,
+  identity: MachineIdentity,
+  options: { signal?: AbortSignal | undefined; timeoutMs?: number | undefined },
+  operation: string,
+  send: (connection: PinnedConnection, deadline: Deadline) => Promise<Registration>,
+): Promise<Registration> {
+  const deadline = startDeadline(options.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS, options.signal, operation);
+  try {
+    const connection = await openPinnedConnection(connectOptions(session, identity, deadline));
+    try {
+      return await send(connection, deadline);
+    } finally {
+      await connection.close();
+    }
+  } catch (error) {
+    // Whatever the deadline or an abort interrupted ends as the TimeoutError or the caller's reason.
+    if (deadline.signal.aborted) throw deadline.signal.reason;
+    throw error;
+  } finally {
+    deadline.dispose();
+  }
+}
+
+function connectOptions(session: JoinSession, identity: MachineIdentity, deadline: Deadline) {
+  return sessionConnectionOptions(session, identity, {
+    signal: deadline.signal,
+    connectTimeoutMs: Math.max(1, Math.min(DEFAULT_CONNECT_TIMEOUT_MS, deadline.remainingMs())),
+  });
+}
+
 /** Options of {@link getRegistration}. */
 export interface GetRegistrationOptions {
-  /** Aborts the call; the abort is re-thrown as is. */
+  /** Aborts the call. Abort rule: the caller's abort is re-thrown as is, the signal's `reason`. */
   signal?: AbortSignal;
+  /**
+   * The call's deadline in ms (connect, TLS, request, headers, whole body), default
+   * {@link DEFAULT_CALL_TIMEOUT_MS} (30 s); then `TimeoutError` (`TIMEOUT`).
+   */
+  timeoutMs?: number;
 }
 
 /**
  * The registration's view now: one GET over a connection pinned to the session's CA and the
  * machine's key, with no retry (a caller that wants to wait uses {@link waitForRegistration}).
  * Validated; delivery secrets are concealed.
- * @throws StratumApiError (404: not this key's registration), NetworkError, TimeoutError,
- *   JoinProtocolError; the signal's reason on abort
+ * @throws StratumApiError (404: not this key's registration), ResponseValidationError,
+ *   NetworkError, TimeoutError after `timeoutMs` (default 30 s), JoinProtocolError; the
+ *   signal's reason on abort, as is
  */
 export async function getRegistration(
   session: JoinSession,
   identity: MachineIdentity,
   options: GetRegistrationOptions = {},
 ): Promise<Registration> {
-  const { signal } = options;
+  checkTimeout("timeoutMs", options.timeoutMs);
   const path = `/v1/join/registrations/${encodeURIComponent(session.joinId)}`;
-  const connection = await openSessionConnection(session, identity, signal ? { signal } : {});
-  try {
-    const response = await connection.request({ path, ...(signal ? { signal } : {}) });
+  return callOnce(session, identity, options, `GET ${path}`, async (connection, deadline) => {
+    const response = await connection.request({ path, ...within(deadline) });
     if (response.status !== 200) throw refusalOf(response, `GET ${path}`);
     return view(response, `GET ${path}`);
-  } finally {
-    await connection.close();
-  }
+  });
 }
 
-/** Worth another try later: the listener restarting, busy or briefly unreachable. */
+/**
+ * Worth another try later: the listener restarting, busy, briefly unreachable, or answering
+ * something broken (a 5xx, bad JSON, a body that fails the schema). Final: any other refusal
+ * (404 not this key's registration, 409, 400, 401, 403), a protocol or identity error.
+ */
 function transient(error: unknown): boolean {
-  if (error instanceof StratumApiError)
-    return error.status === 429 || error.status === 503 || error.status === 502 || error.status === 504;
+  if (error instanceof StratumApiError) return error.status >= 500 || error.status === 429 || error.status === 408;
+  if (error instanceof ResponseValidationError) return true;
   if (error instanceof JoinProtocolError) return error.code === "CONNECTION_CHANGED" || error.code === "TLS_FAILED";
+  if (StratumError.is(error) && error.code === "RESPONSE_TOO_LARGE") return true;
   return error instanceof NetworkError || error instanceof TimeoutError;
 }
 
 /** Options of {@link watchRegistration}. */
 export interface WatchRegistrationOptions {
-  /** Stops the watch: the iterator throws the signal's reason. */
+  /**
+   * Stops the watch. Abort rule: the caller's abort is re-thrown as is, the signal's `reason`:
+   * a pending `next()` rejects with it, and after an abort between iterations the next
+   * `next()` does. Breaking out of the loop stops the watch without an error.
+   */
   signal?: AbortSignal;
   /** How long each long poll holds (1–30 s, default 30). */
   waitSeconds?: number;
+  /**
+   * Each request's deadline beyond the time the listener holds it (`waitSeconds`), covering
+   * connect, TLS, headers and the whole body; default {@link DEFAULT_POLL_MARGIN_MS} (30 s). A
+   * request past it is a transient failure, retried.
+   */
+  requestTimeoutMs?: number;
+  /** The whole watch's deadline in ms, retries included; then `TimeoutError`. Default: none. */
+  timeoutMs?: number;
   /** Backoff between retries after errors (full jitter), unless the listener says `Retry-After`. */
   backoff?: BackoffOptions;
   /** Told of each transient error before the retry, e.g. to show "listener restarting…". */
@@ -129,58 +203,83 @@ export interface WatchRegistrationOptions {
 /**
  * The joiner's view of its registration, each time it changes: the current view first, then
  * one per change, by long poll (`waitSeconds` with `If-None-Match`). Ends after a final state
- * (`joined`, `rejected`, `expired`). A listener restarting, 429 and 503 (with `Retry-After`),
- * resets and timeouts are retried with backoff and jitter; anything else (404: not this key's
- * registration) is thrown. Every view is validated; delivery secrets are concealed.
+ * (`joined`, `rejected`, `expired`).
+ *
+ * Transient failures are retried with backoff and jitter (`Retry-After` when the listener
+ * sends one) until the watch's own `timeoutMs`: 5xx, 429, a reset, a request past its
+ * deadline, bad JSON, a body that fails the schema. It stops, throwing, only on a final
+ * answer: 404 (not this key's registration), 409 or another 4xx, a protocol or identity
+ * error. Every view is validated; delivery secrets are concealed.
+ *
+ * Abort rule: the caller's abort is re-thrown as is, the signal's `reason` (`isAbortError(e,
+ * signal)`): a pending `next()` rejects with it, and after an abort between iterations the
+ * next `next()` does. Breaking out of the loop stops the watch without an error.
+ * @throws as above; TimeoutError after `timeoutMs`
  */
 export async function* watchRegistration(
   session: JoinSession,
   identity: MachineIdentity,
   options: WatchRegistrationOptions = {},
 ): AsyncGenerator<Registration, void, undefined> {
-  const { signal } = options;
+  checkTimeout("requestTimeoutMs", options.requestTimeoutMs);
   const waitSeconds = Math.max(1, Math.min(30, options.waitSeconds ?? 30));
+  const requestMs = waitSeconds * 1000 + (options.requestTimeoutMs ?? DEFAULT_POLL_MARGIN_MS);
   const path = `/v1/join/registrations/${encodeURIComponent(session.joinId)}`;
+  const operation = `GET ${path}`;
+  const watch = startDeadline(options.timeoutMs, options.signal, `the watch of the registration ${session.joinId}`);
   let etag: string | undefined;
   let failures = 0;
   let connection: PinnedConnection | undefined;
   try {
     for (;;) {
-      throwIfAborted(signal);
+      throwIfAborted(watch.signal);
+      const attempt = startDeadline(Math.max(1, Math.min(requestMs, watch.remainingMs())), watch.signal, operation);
+      let registration: Registration;
       try {
-        connection ??= await openSessionConnection(session, identity, signal ? { signal } : {});
+        connection ??= await openPinnedConnection(connectOptions(session, identity, attempt));
         const response = await connection.request({
           path: etag ? `${path}?waitSeconds=${waitSeconds}` : path,
           headers: etag ? { "if-none-match": etag } : {},
-          ...(signal ? { signal } : {}),
+          ...within(attempt),
         });
         if (response.status === 304) {
           failures = 0;
           continue;
         }
-        if (response.status !== 200) throw refusalOf(response, `GET ${path}`);
-        failures = 0;
+        if (response.status !== 200) throw refusalOf(response, operation);
+        registration = view(response, operation);
+        // Only a view that passed the schema may be the base of the next long poll.
         etag = responseHeader(response, "etag");
-        const registration = view(response, `GET ${path}`);
-        yield registration;
-        if (isFinalState(registration.state)) return;
-        // Without an ETag the listener cannot long-poll; pace the polls instead of spinning.
-        if (!etag) await sleep(1000, signal);
+        failures = 0;
       } catch (error) {
-        if (signal?.aborted || isAbortError(error)) throw error;
-        if (!transient(error)) throw error;
+        if (watch.signal.aborted) throw error;
+        const failure = attempt.signal.aborted ? attempt.signal.reason : error;
+        if (!transient(failure)) throw failure;
         await connection?.close();
         connection = undefined;
         const delay = retryDelay(
           failures++,
-          error instanceof StratumApiError ? error.retryAfter : undefined,
-          options.backoff ?? { baseMs: 500, maxMs: 15_000 },
+          failure instanceof StratumApiError ? failure.retryAfter : undefined,
+          options.backoff ?? WATCH_BACKOFF,
         );
-        options.onRetry?.(error, delay);
-        await sleep(delay, signal);
+        options.onRetry?.(failure, delay);
+        await sleep(delay, watch.signal);
+        continue;
+      } finally {
+        attempt.dispose();
       }
+      yield registration;
+      throwIfAborted(watch.signal); // an abort between iterations ends the watch at once
+      if (isFinalState(registration.state)) return;
+      // Without an ETag the listener cannot long-poll; pace the polls instead of spinning.
+      if (!etag) await sleep(1000, watch.signal);
     }
+  } catch (error) {
+    // Whatever an abort or the watch's deadline interrupted ends as the reason, as is.
+    if (watch.signal.aborted) throw watch.signal.reason;
+    throw error;
   } finally {
+    watch.dispose();
     await connection?.close();
   }
 }
@@ -189,82 +288,75 @@ export async function* watchRegistration(
 export interface WaitForRegistrationOptions extends WatchRegistrationOptions {
   /** The state(s) to wait for, or a predicate on the view. */
   until: JoinState | readonly JoinState[] | ((registration: Registration) => boolean);
-  /** Give up after this long with a `TimeoutError` (default: wait as long as it takes). */
+  /** Give up after this long with a `TimeoutError`, retries included (default: wait as long as it takes). */
   timeoutMs?: number;
   /** Told of every view on the way, e.g. to print each state as it changes. */
   onChange?: (registration: Registration) => void;
 }
 
 /**
- * Waits until the registration reaches a wanted state and returns that view.
+ * Waits until the registration reaches a wanted state and returns that view. Watches it as
+ * {@link watchRegistration} does: transient failures (5xx, 429, resets, timeouts, bad JSON, a
+ * body that fails the schema) are retried with backoff and jitter until `timeoutMs`.
+ *
+ * Abort rule: the caller's abort is re-thrown as is, the signal's `reason` (`isAbortError(e,
+ * signal)`).
  * @throws RegistrationEndedError when it reaches a final state that is not wanted (rejected,
- *   expired); TimeoutError after `timeoutMs`; the signal's reason on abort
+ *   expired); StratumApiError for a final refusal (404 not this key's registration, 409, …);
+ *   JoinProtocolError, StratumError `IDENTITY_MISMATCH`; TimeoutError after `timeoutMs`; the
+ *   signal's reason on abort, as is
  */
 export async function waitForRegistration(
   session: JoinSession,
   identity: MachineIdentity,
   options: WaitForRegistrationOptions,
 ): Promise<Registration> {
+  const { until } = options;
   const wanted =
-    typeof options.until === "function"
-      ? options.until
+    typeof until === "function"
+      ? until
       : (registration: Registration) =>
-          (typeof options.until === "string" ? [options.until] : (options.until as readonly JoinState[])).includes(
-            registration.state,
-          );
-  const controller = new AbortController();
-  const onAbort = () => controller.abort(options.signal?.reason);
-  options.signal?.addEventListener("abort", onAbort, { once: true });
-  if (options.signal?.aborted) onAbort();
-  let timedOut = false;
-  const timer =
-    options.timeoutMs === undefined
-      ? undefined
-      : setTimeout(() => {
-          timedOut = true;
-          controller.abort(
-            new TimeoutError(
-              `the registration ${session.joinId} did not reach the wanted state within ${options.timeoutMs} ms`,
-            ),
-          );
-        }, options.timeoutMs);
-  try {
-    for await (const registration of watchRegistration(session, identity, { ...options, signal: controller.signal })) {
-      options.onChange?.(registration);
-      if (wanted(registration)) return registration;
-      if (isFinalState(registration.state)) throw new RegistrationEndedError(registration);
-    }
-    throw new StratumError("REGISTRATION_ENDED", `the watch of ${session.joinId} ended without a view`);
-  } catch (error) {
-    if (timedOut && !options.signal?.aborted) throw controller.signal.reason;
-    throw error;
-  } finally {
-    clearTimeout(timer);
-    options.signal?.removeEventListener("abort", onAbort);
+          (typeof until === "string" ? [until] : (until as readonly JoinState[])).includes(registration.state);
+  for await (const registration of watchRegistration(session, identity, options)) {
+    options.onChange?.(registration);
+    if (wanted(registration)) return registration;
+    if (isFinalState(registration.state)) throw new RegistrationEndedError(registration);
   }
+  throw new StratumError("REGISTRATION_ENDED", `the watch of ${session.joinId} ended without a view`);
 }
+
+/** What {@link reportProgress} sends, and how it waits. */
+export type ReportProgressOptions = ProgressReport & {
+  /** Aborts the call. Abort rule: the caller's abort is re-thrown as is, the signal's `reason`. */
+  signal?: AbortSignal;
+  /**
+   * The call's deadline in ms (connect, TLS, request, headers, whole body), default
+   * {@link DEFAULT_CALL_TIMEOUT_MS} (30 s); then `TimeoutError` (`TIMEOUT`).
+   */
+  timeoutMs?: number;
+};
 
 /**
  * Reports the joiner's steps (each as it stands now) and new install-log lines. The first
  * report of a delivered join moves it to `installing`; step `join` done moves it to `joined`; a
  * failed step moves it to `failed` (while `needs-upgrade`, a failed `upgrade/...` step is only
- * recorded). Returns the registration's view after the report.
+ * recorded). Returns the registration's view after the report. Not retried: the log lines
+ * would be recorded twice.
  * @throws StratumApiError (404 not this key's registration, 409 a final state, 400 a report
- *   the listener refuses), NetworkError, TimeoutError; the signal's reason on abort
+ *   the listener refuses), ResponseValidationError, NetworkError, TimeoutError after
+ *   `timeoutMs` (default 30 s); the signal's reason on abort, as is
  */
 export async function reportProgress(
   session: JoinSession,
   identity: MachineIdentity,
-  report: ProgressReport & { signal?: AbortSignal },
+  report: ReportProgressOptions,
 ): Promise<Registration> {
-  const { signal, ...body } = report;
+  const { signal, timeoutMs, ...body } = report;
+  checkTimeout("timeoutMs", timeoutMs);
   const path = `/v1/join/registrations/${encodeURIComponent(session.joinId)}/progress`;
-  const connection = await openSessionConnection(session, identity, signal ? { signal } : {});
-  try {
-    const response = await connection.request({ method: "POST", path, json: body, ...(signal ? { signal } : {}) });
+  return callOnce(session, identity, { signal, timeoutMs }, `POST ${path}`, async (connection, deadline) => {
+    const response = await connection.request({ method: "POST", path, json: body, ...within(deadline) });
     if (response.status !== 200) throw refusalOf(response, `POST ${path}`);
     return view(response, `POST ${path}`);
-  } finally {
-    await connection.close();
-  }
+  });
 }

@@ -30,6 +30,8 @@ const strings = z.array(str);
 /** `ProblemCode`: what went wrong, for a caller to branch on. */
 export const ProblemCodeSchema = z.enum([
   "JOIN_CODE_INVALID",
+  "JOIN_BINDING_FAILED",
+  "JOIN_CODE_BUSY",
   "JOIN_CODE_EXPIRED",
   "JOIN_CODE_REVOKED",
   "JOIN_CODE_STALE",

@@ -1,3 +1,6 @@
+import { Console } from "node:console";
+import { Writable } from "node:stream";
+import { formatWithOptions, inspect } from "node:util";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { JoinCodeError, StratumError } from "../../src/errors/index.js";
@@ -147,10 +150,13 @@ describe("error detection", () => {
         if (fixes.size === 1) {
           const display = `${code.slice(0, 4)}-${code.slice(4, 8)}-${code.slice(8)}`;
           expect(e.suggestion).toBe(display);
-          expect(e.message).toContain(`did you mean ${display}?`);
+          expect(e.message).toContain("two adjacent symbols look swapped");
         } else {
           expect(e.suggestion).toBeUndefined();
-          expect(e.message).not.toContain("did you mean");
+        }
+        // Neither the code typed nor the one suggested, in any form.
+        for (const form of [code, swapped, `${code.slice(0, 4)}-${code.slice(4, 8)}`]) {
+          expect(e.message).not.toContain(form);
         }
       }),
       { numRuns: 3000 },
@@ -161,7 +167,46 @@ describe("error detection", () => {
     const e = caught(() => parseJoinCode("F47K-2Q9M-ABD"));
     expect(e.reason).toBe("check");
     expect(e.suggestion).toBe(SEED);
-    expect(e.message).toMatch(/did you mean 4F7K-2Q9M-ABD\?$/);
+    expect(e.message).toBe("the join code's check symbol does not match: two adjacent symbols look swapped");
+  });
+
+  it("keeps the suggestion out of the message, JSON, util.inspect and console output", () => {
+    const e = caught(() => parseJoinCode("F47K-2Q9M-ABD"));
+    expect(e.suggestion).toBe(SEED);
+    const forms = ["4F7K", "F47K", "2Q9M", "4F7K2Q9MABD", "F47K2Q9MABD"];
+    const json = JSON.stringify(e);
+    expect(JSON.parse(json)).toMatchObject({ code: "JOIN_CODE_MALFORMED", reason: "check" });
+    expect(JSON.parse(json)).not.toHaveProperty("suggestion");
+    const shown = [
+      e.message,
+      json,
+      String(e),
+      e.stack ?? "",
+      inspect(e),
+      inspect(e, { showHidden: true, depth: 5, getters: true }),
+      inspect({ error: e }, { depth: 5 }),
+      formatWithOptions({ colors: false }, "%o", e),
+    ];
+    // What console.log and console.error print, captured from a Console of our own.
+    let out = "";
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        out += chunk.toString();
+        done();
+      },
+    });
+    const console = new Console({ stdout: sink, stderr: sink });
+    console.log(e);
+    console.error("failed:", e);
+    console.dir(e, { showHidden: true });
+    console.log("%j", e);
+    shown.push(out);
+    expect(out).toContain("JoinCodeError");
+    for (const text of shown) for (const form of forms) expect(text).not.toContain(form);
+    expect(Object.keys(e)).not.toContain("suggestion");
+    expect(Object.getOwnPropertyNames(e)).not.toContain("suggestion");
+    // Structured clone (workers, postMessage) carries no property of the error but its message.
+    expect(JSON.stringify(Object.entries(structuredClone(e)))).not.toContain("4F7K");
   });
 
   it("never repeats the code in a message without a suggestion", () => {

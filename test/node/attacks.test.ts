@@ -24,7 +24,9 @@ let url: string;
 let code: JoinCode;
 
 beforeAll(async () => {
-  h = await startHarness({ timing: { pakeSessionMs: 1500 } });
+  // Short, so a test can see a session expire; long enough for a joiner's Argon2 through a
+  // relay on a machine shared with other work.
+  h = await startHarness({ timing: { pakeSessionMs: 4000 } });
   const minted = await h.admin.mintJoinCode({ endpoint: h.server.joinEndpoint });
   url = minted.url;
   code = parseJoinUrl(url).code;
@@ -32,6 +34,15 @@ beforeAll(async () => {
 afterAll(async () => h?.close());
 
 const joins = async () => (await h.admin.listNodeJoins()).items.length;
+
+/** A newly minted code: its join URL and the code. */
+async function freshCode(): Promise<{ url: string; code: JoinCode }> {
+  const minted = await h.admin.mintJoinCode({ endpoint: h.server.joinEndpoint });
+  return { url: minted.url, code: parseJoinUrl(minted.url).code };
+}
+
+/** The relay's join URL for another code. */
+const relayUrl = (relay: Relay, joinCode: JoinCode) => relay.url.replace(code.formatted, joinCode.formatted);
 
 // ---------------------------------------------------------------- a relay
 
@@ -110,17 +121,19 @@ const kePaths = (relay: Relay) =>
 // ---------------------------------------------------------------- a raw exchange
 
 /** Runs KE1/KE2/finishLogin on `connection` and returns what a KE3 call needs, without sending it. */
-async function rawProof(connection: PinnedConnection, identity: MachineIdentity) {
-  const login = await startLogin(code.code);
+// Each exchange left unproven counts as an attempt on its code; tests that leave several use a
+// code of their own (`freshCode`) so the shared one is not burned.
+async function rawProof(connection: PinnedConnection, identity: MachineIdentity, joinCode: JoinCode = code) {
+  const login = await startLogin(joinCode.code);
   const answer = await connection.request({
     method: "POST",
     path: "/v1/join/pake",
-    json: { selector: code.selector, ke1: login.ke1 },
+    json: { selector: joinCode.selector, ke1: login.ke1 },
   });
   expect(answer.status).toBe(200);
   const challenge = answer.json as { session: string; ke2: string; caCertificate: string };
   const caDer = new Uint8Array(new X509Certificate(challenge.caCertificate).raw);
-  const finished = await finishLogin({ state: login.state, ke2: challenge.ke2, code: code.code, caDer });
+  const finished = await finishLogin({ state: login.state, ke2: challenge.ke2, code: joinCode.code, caDer });
   expect(finished).toBeDefined();
   const keys = await deriveBindingKeys(finished!.sessionKey);
   const transcript = await bindingTranscript({
@@ -199,22 +212,61 @@ describe("attacks on the join exchange", () => {
     }
   });
 
-  it("a relay with a listener leaf of the cluster's CA that terminates TLS: the server's binding check fails", async () => {
+  it("a relay with a listener leaf of the cluster's CA that terminates TLS: reported as an intercepted connection", async () => {
     const stolen = await issueListenerCertificate(h.server.cluster.ca, { hosts: ["127.0.0.1"] });
     const relay = await startRelay(stolen);
+    const own = await freshCode();
     try {
       const before = await joins();
-      const error = await registerMachine({
-        url: relay.url,
+      const registering = await registerMachine({
+        url: relayUrl(relay, own.code),
         identity: await createMachineIdentity(),
         release: "0.6.0",
       }).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(StratumApiError);
-      expect((error as StratumApiError).status).toBe(401);
-      expect((error as StratumApiError).code).toBe("JOIN_CODE_INVALID");
-      expect(kePaths(relay)).toEqual(["POST /v1/join/registrations"]);
+      expect(registering).toBeInstanceOf(JoinProtocolError);
+      expect((registering as JoinProtocolError).code).toBe("CONNECTION_INTERCEPTED");
+      // The listener's own refusal is kept as the cause: 401 JOIN_BINDING_FAILED.
+      expect((registering as JoinProtocolError).cause).toMatchObject({ status: 401, code: "JOIN_BINDING_FAILED" });
+      expect((registering as Error).message).not.toContain(own.code.formatted);
+      expect((registering as Error).message).not.toContain(own.code.code);
+      const checking = await checkJoinCode({ url: relayUrl(relay, own.code), release: "0.6.0" }).catch(
+        (e: unknown) => e,
+      );
+      expect(checking).toBeInstanceOf(JoinProtocolError);
+      expect((checking as JoinProtocolError).code).toBe("CONNECTION_INTERCEPTED");
+      expect(kePaths(relay)).toEqual(["POST /v1/join/registrations", "POST /v1/join/code-checks"]);
       expect(await joins()).toBe(before);
     } finally {
+      await relay.close();
+    }
+  });
+
+  it("through the same relay, a KE3 that does not verify is still JOIN_CODE_INVALID: a guesser learns nothing new", async () => {
+    const stolen = await issueListenerCertificate(h.server.cluster.ca, { hosts: ["127.0.0.1"] });
+    const relay = await startRelay(stolen);
+    const own = await freshCode();
+    const identity = await createMachineIdentity();
+    const port = Number(new URL(relay.url.replace("stratum-join:", "https:")).port);
+    const viaRelay = await openPinnedConnection({ host: "127.0.0.1", port, identity });
+    const direct = await connectAs(identity);
+    try {
+      // A well-formed KE3 from another exchange (a guesser cannot make one for this exchange
+      // without the code), and garbage: neither verifies, and the binding fails too.
+      const other = await rawProof(direct, identity, own.code);
+      for (const ke3 of [other.body.pake.ke3, "AAAA"]) {
+        const proof = await rawProof(viaRelay, identity, own.code);
+        const answer = await viaRelay.request({
+          method: "POST",
+          path: "/v1/join/code-checks",
+          headers: { "join-binding": proof.binding },
+          json: { ...proof.body, pake: { ...proof.body.pake, ke3 } },
+        });
+        expect(answer.status).toBe(401);
+        expect(answer.json).toMatchObject({ code: "JOIN_CODE_INVALID" });
+      }
+    } finally {
+      await viaRelay.close();
+      await direct.close();
       await relay.close();
     }
   });
@@ -272,7 +324,7 @@ describe("attacks on the join exchange", () => {
     try {
       const before = await joins();
       const proof = await rawProof(connection, identity);
-      await new Promise((r) => setTimeout(r, 1700));
+      await new Promise((r) => setTimeout(r, 4200));
       const answer = await connection.request({
         method: "POST",
         path: "/v1/join/registrations",

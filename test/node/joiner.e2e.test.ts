@@ -222,11 +222,19 @@ describe("the joiner against the reference server", () => {
     expect((error as StratumApiError).code).toBe("JOIN_CODE_REVOKED");
   });
 
-  it("an upgrade in progress: 503 with Retry-After", async () => {
+  it("an upgrade in progress: 503 with Retry-After, waited out within the deadline, else thrown", async () => {
     h.server.setUpgrade(true, 7);
     try {
-      const error = await checkJoinCode({ url, release: "0.6.0" }).catch((e: unknown) => e);
+      // Seven seconds do not fit in a 5 s deadline: the refusal, at once.
+      const error = await checkJoinCode({ url, release: "0.6.0", timeoutMs: 5_000 }).catch((e: unknown) => e);
       expect(error).toMatchObject({ status: 503, code: "UPGRADE_IN_PROGRESS", retryAfter: 7 });
+      // One second does: the KE1 is sent again once the upgrade is over.
+      h.server.setUpgrade(true, 1);
+      setTimeout(() => h.server.setUpgrade(false), 300);
+      const waits: string[] = [];
+      const check = await checkJoinCode({ url, release: "0.6.0", onRetry: (e) => waits.push(e.code) });
+      expect(check.clusterRelease).toBe("0.6.0");
+      expect(waits[0]).toBe("UPGRADE_IN_PROGRESS");
     } finally {
       h.server.setUpgrade(false);
     }

@@ -114,7 +114,7 @@ describe("the KE3 call", () => {
     expect(owner.response.status).toBe(201);
   });
 
-  it("refuses a wrong KE3 or binding with 401 JOIN_CODE_INVALID, the attempt still counted", async () => {
+  it("refuses a wrong KE3 with 401 JOIN_CODE_INVALID, and a verified KE3 with a wrong binding with 401 JOIN_BINDING_FAILED, the attempt still counted", async () => {
     const minted = await mint(t.server);
     const joiner = await TestJoiner.create(t.server);
     const badKe3 = await joiner.prove(minted.code, "code-checks", { release: "0.6.0" }, { ke3: "AAAA" });
@@ -128,15 +128,27 @@ describe("the KE3 call", () => {
       { release: "0.6.0" },
       { binding: Buffer.alloc(32).toString("base64") },
     );
-    expect(badBinding.response.json).toMatchObject({ code: "JOIN_CODE_INVALID" });
+    // KE3 verified, so the code was proven: the binding failing means a relayed connection.
+    expect(badBinding.response.status).toBe(401);
+    expect(badBinding.response.json).toMatchObject({ code: "JOIN_BINDING_FAILED" });
+    expect(badBinding.response.headers["join-binding"]).toBeUndefined();
     const noBinding = await joiner.prove(minted.code, "code-checks", { release: "0.6.0" }, { binding: null });
-    expect(noBinding.response.json).toMatchObject({ code: "JOIN_CODE_INVALID" });
-    expect((await codeInfo(minted.joinCode.id)).attempts).toBe(3);
+    expect(noBinding.response.json).toMatchObject({ code: "JOIN_BINDING_FAILED" });
+    // A wrong KE3 with a wrong binding is JOIN_CODE_INVALID: KE3 is checked first, so the
+    // binding's verdict is told only to someone who knows the code.
+    const both = await joiner.prove(
+      minted.code,
+      "code-checks",
+      { release: "0.6.0" },
+      { ke3: "AAAA", binding: Buffer.alloc(32).toString("base64") },
+    );
+    expect(both.response.json).toMatchObject({ code: "JOIN_CODE_INVALID" });
+    expect((await codeInfo(minted.joinCode.id)).attempts).toBe(4);
     // A proven exchange clears its own attempt only.
     const good = await joiner.prove(minted.code, "code-checks", { release: "0.6.0" });
     expect(good.response.status).toBe(200);
     expect(good.serverBindingOk).toBe(true);
-    expect((await codeInfo(minted.joinCode.id)).attempts).toBe(3);
+    expect((await codeInfo(minted.joinCode.id)).attempts).toBe(4);
   });
 
   it("tells the holder of an expired code why, after the proof", async () => {
