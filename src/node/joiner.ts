@@ -47,7 +47,9 @@ export type RegisterMachineOptions = JoinTarget &
     release: string;
     /** The machine can upgrade itself to the cluster's release before it registers. */
     selfUpgrade?: boolean;
+    /** The machine's host name, as the console shows it. */
     hostname?: string;
+    /** The machine's serial number (SMBIOS system serial), as the console shows it. */
     systemSerial?: string;
     /** The machine's hardware (see `collectInventory`). */
     inventory?: Inventory;
