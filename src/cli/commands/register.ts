@@ -17,21 +17,19 @@ import type { DownloadedRelease } from "../../release/download.js";
 import type { Inventory, Registration } from "../../types.js";
 import { CliError, listFlag, numberFlag, stringFlag, type CommandSpec } from "../args.js";
 import { IDENTITY_FILES, openIdentityDir, readJsonFile, readTextFile, saveSession } from "../files.js";
-import {
-  downloadUpgrade,
-  SAFE_RELEASE,
-  joinTargetOf,
-  stateReporter,
-  TARGET_FLAGS,
-  trustedKeysOf,
-  waitForState,
-} from "../joiner.js";
-import { pairingBanner } from "../output.js";
+import { downloadUpgrade, SAFE_RELEASE, joinTargetOf, TARGET_FLAGS, trustedKeysOf } from "../joiner.js";
+import { fingerprintLines, pairingBanner } from "../output.js";
+import { stateReporter, waitForState } from "../watch.js";
 
 /** The registration view as printed: the delivery is summarised elsewhere, never dumped. */
 function printable(registration: Registration): Omit<Registration, "delivery"> {
   const { delivery: _delivery, ...rest } = registration;
   return rest;
+}
+
+/** `1 disk`, `2 disks`. */
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
 }
 
 /** `register`. */
@@ -46,6 +44,10 @@ export const register: CommandSpec = {
     "When the cluster runs a newer release and --self-upgrade is given, the release is",
     "downloaded and verified against --trusted-key into DIR/release/<version>, then the machine",
     "registers again on that release, which moves it to pending.",
+    "",
+    "On Linux the machine's inventory (NICs, disks, CPU, memory, from /sys, /proc, lsblk and",
+    "ip) is collected and sent with the registration: the default approval reads the NICs and",
+    "disks from it. --inventory FILE sends a file instead, --no-inventory none.",
     "",
     "With --wait STATE the command waits until the registration reaches STATE, printing each",
     "state as it changes; a delivery that arrives on the way is written to DIR/delivery (all",
@@ -81,11 +83,19 @@ export const register: CommandSpec = {
     inventory: {
       type: "string",
       value: "FILE",
-      description: "the machine's hardware inventory, JSON (the API's Inventory)",
+      description:
+        "send this hardware inventory, JSON (the API's Inventory), instead of the one collected from this machine",
     },
+    "no-inventory": {
+      type: "boolean",
+      description:
+        "send no inventory (the approval then needs an assignment naming the NICs; the default approval is refused)",
+    },
+    // The old spelling, from when collecting was not the default: scripts that pass it keep working.
     "collect-inventory": {
       type: "boolean",
-      description: "collect the inventory of this Linux machine from /sys, /proc, lsblk and ip",
+      hidden: true,
+      description: "collect the inventory of this Linux machine (the default)",
     },
     hostname: { type: "string", value: "NAME", description: "the host name to register (default: this machine's)" },
     serial: { type: "string", value: "SERIAL", description: "the system serial number to register" },
@@ -96,6 +106,21 @@ export const register: CommandSpec = {
     },
     timeout: { type: "string", value: "SECONDS", description: "give up waiting after this long (exit 9, TIMEOUT)" },
   },
+  examples: [
+    {
+      comment: "register with the code in the environment, and wait for the delivery",
+      command: "stratum-join register --identity /var/lib/stratum-join --release 0.6.0 --wait delivering",
+    },
+    {
+      comment: "an older installer: upgrade to the cluster's release first",
+      command:
+        "stratum-join register --identity /var/lib/stratum-join --release 0.5.0 --self-upgrade --trusted-key release.pub",
+    },
+    {
+      comment: "in a script: one JSON document, the state in it",
+      command: "stratum-join register --identity /var/lib/stratum-join --release 0.6.0 --json | jq -r .state",
+    },
+  ],
   async run(ctx, args) {
     const command = register;
     const usage = (message: string) => new CliError("USAGE", message, { command: "register" });
@@ -114,8 +139,10 @@ export const register: CommandSpec = {
       );
     }
     const inventoryFile = stringFlag(args, "inventory", command);
-    if (inventoryFile !== undefined && args.values["collect-inventory"] === true)
-      throw usage("give --inventory or --collect-inventory, not both");
+    const noInventory = args.values["no-inventory"] === true;
+    const collectAsked = args.values["collect-inventory"] === true;
+    if ([inventoryFile !== undefined, noInventory, collectAsked].filter(Boolean).length > 1)
+      throw usage("give one of --inventory FILE and --no-inventory (collecting this machine's is the default)");
 
     // Everything read from disk is read before the network is touched, so a typo in a path
     // does not cost a registration.
@@ -128,8 +155,17 @@ export const register: CommandSpec = {
       if (typeof value !== "object" || value === null || Array.isArray(value))
         throw new CliError("FILE_ERROR", `the inventory ${inventoryFile} is not a JSON object`);
       inventory = value as Inventory;
-    } else if (args.values["collect-inventory"] === true) {
+    } else if (collectAsked || (!noInventory && process.platform === "linux")) {
+      // The default approval reads the NICs and disks from the inventory: without one it is
+      // refused, so collecting is the default where it is possible.
       inventory = await collectInventory({ signal: ctx.signal });
+      ctx.out.say(
+        `collected this machine's inventory: ${count(inventory.nics?.length ?? 0, "NIC")}, ${count(inventory.disks?.length ?? 0, "disk")}`,
+      );
+    } else if (!noInventory) {
+      ctx.out.warn(
+        `no inventory sent: collecting one needs Linux, not ${process.platform}; give --inventory FILE for the default approval`,
+      );
     }
 
     const opened = await openIdentityDir(dir, { create: true, warn: (text) => ctx.out.warn(text) });
@@ -154,9 +190,9 @@ export const register: CommandSpec = {
     ctx.out.say(
       `${result.created ? "registered" : "already registered"} with the cluster at ${result.session.endpoint} as ${result.session.joinId}`,
     );
-    ctx.out.say(`cluster CA ${result.session.caFingerprint}`);
+    for (const line of fingerprintLines("cluster CA", result.session.caFingerprint)) ctx.out.say(line);
     ctx.out.say("");
-    for (const line of pairingBanner(result.registration.pairingCode)) ctx.out.say(`  ${line}`);
+    for (const line of pairingBanner(result.registration.pairingCode, ctx.out.style)) ctx.out.say(`  ${line}`);
     ctx.out.say("");
     const report = stateReporter(ctx);
     report(result.registration);
@@ -192,6 +228,8 @@ export const register: CommandSpec = {
         dir,
         until: wait,
         ...(timeoutSeconds !== undefined ? { timeoutMs: timeoutSeconds * 1000 } : {}),
+        // The state printed above is not printed again when the wait sees it first.
+        report,
       });
       registration = outcome.registration;
       delivery = outcome.delivery;
@@ -227,11 +265,12 @@ export const register: CommandSpec = {
       ...(delivery ? { delivery: { dir: delivery.dir, files: delivery.files } } : {}),
       registration: printable(registration),
     };
+    const done = `${ctx.out.style.green("done:")} ${ctx.out.style.state(registration.state)}`;
     ctx.out.result(
       document,
-      wait !== undefined
-        ? `done: ${registration.state}`
-        : `done: ${registration.state}; run 'stratum-join status --identity ${dir}' to look again`,
+      wait !== undefined ? done : `${done}; run 'stratum-join status --identity ${dir}' to look again`,
+      // The delivery's file paths, keyed by role (nodeKey, …): paths, not secrets.
+      { local: ["delivery"] },
     );
   },
 };
