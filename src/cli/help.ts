@@ -11,7 +11,9 @@ import { stripAnsi, visibleWidth, type Style } from "./style.js";
 
 /** How help is laid out: the terminal's width and the style of the stream it goes to. */
 export interface HelpLayout {
+  /** The columns no line may pass. */
   width: number;
+  /** Bold headings and names, when the stream is a terminal. */
   style: Style;
 }
 

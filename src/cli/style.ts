@@ -23,7 +23,9 @@ export function colourWanted(env: Readonly<Record<string, string | undefined>>, 
 export interface Style {
   /** Colour is on for this stream. */
   readonly enabled: boolean;
+  /** Emphasis: headings, names, the pairing code. */
   bold(text: string): string;
+  /** Less: timestamps, comments in examples. */
   dim(text: string): string;
   red(text: string): string;
   green(text: string): string;

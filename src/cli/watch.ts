@@ -149,7 +149,9 @@ export async function waitForState(
           report(view);
           if (view.delivery && !delivery) {
             delivery = await writeDelivery(join(options.dir, IDENTITY_FILES.delivery), view.delivery);
-            ctx.out.say(`delivery for node ${view.delivery.nodeId} written to ${delivery.dir} (files 0600)`);
+            ctx.out.say(
+              `delivery for ${view.delivery.nodeId} written to ${join(options.dir, IDENTITY_FILES.delivery)} (0600)`,
+            );
           }
           if (view.state === options.until) return { registration: view, ...(delivery ? { delivery } : {}) };
           if (isFinalState(view.state)) throw new RegistrationEndedError(view);

@@ -42,7 +42,17 @@ export interface Proc {
   until(test: (out: string) => boolean, what: string, timeoutMs?: number): Promise<void>;
 }
 
+const running = new Set<ChildProcess>();
+
+/** Ends every process started here that is still running (after a failed test). */
+export function killAll(): void {
+  for (const child of running) child.kill("SIGKILL");
+  running.clear();
+}
+
 function track(child: ChildProcess): Proc {
+  running.add(child);
+  child.on("close", () => running.delete(child));
   let out = "";
   let err = "";
   const waiters = new Set<() => void>();
@@ -99,9 +109,23 @@ export function shellQuote(word: string): string {
  * Runs `node cli args…` in a pseudo-terminal 80 columns wide (as `script -qfec` gives one),
  * with `env` added to a clean environment (no NO_COLOR or FORCE_COLOR inherited).
  */
-export function inTerminal(cli: string, args: readonly string[], env: Record<string, string> = {}): Proc {
-  const command = `stty cols 80 rows 40; exec ${[process.execPath, cli, ...args].map(shellQuote).join(" ")}`;
-  const child = spawn("script", ["-qfec", command, "/dev/null"], {
+export function inTerminal(
+  cli: string,
+  args: readonly string[],
+  env: Record<string, string> = {},
+  options: { cwd?: string } = {},
+): Proc {
+  return inTerminalShell(`exec ${[process.execPath, cli, ...args].map(shellQuote).join(" ")}`, env, options);
+}
+
+/** Runs a shell command line in a pseudo-terminal 80 columns wide (see {@link inTerminal}). */
+export function inTerminalShell(
+  command: string,
+  env: Record<string, string> = {},
+  options: { cwd?: string } = {},
+): Proc {
+  const child = spawn("script", ["-qfec", `stty cols 80 rows 40; ${command}`, "/dev/null"], {
+    ...(options.cwd ? { cwd: options.cwd } : {}),
     env: {
       PATH: process.env.PATH ?? "/usr/bin:/bin",
       HOME: process.env.HOME ?? "/",
