@@ -5,14 +5,17 @@
  * native addon to build), and a small screen model that shows what a terminal would.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, rmSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 
 export const root = fileURLToPath(new URL("../../", import.meta.url));
 
-/** Bundles src/cli/main.ts into node_modules/.cache (where its packages resolve) and returns the file. */
+/**
+ * Bundles src/cli/main.ts into node_modules/.cache (where its packages resolve) and returns
+ * the file; {@link removeCli} takes it away again.
+ */
 export async function buildCli(): Promise<string> {
   const dir = join(root, "node_modules", ".cache", "stratum-join-cli-test", String(process.pid));
   mkdirSync(dir, { recursive: true });
@@ -28,6 +31,11 @@ export async function buildCli(): Promise<string> {
     logLevel: "silent",
   });
   return outfile;
+}
+
+/** Removes what {@link buildCli} wrote. */
+export function removeCli(cli: string): void {
+  rmSync(dirname(cli), { recursive: true, force: true });
 }
 
 /** A running process and everything it printed so far. */

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startHarness, type Harness } from "../node/harness.js";
-import { buildCli, root, shellQuote } from "./process.js";
+import { buildCli, removeCli, root, shellQuote } from "./process.js";
 
 let h: Harness;
 let tmp: string;
@@ -22,6 +22,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.close();
   rmSync(tmp, { recursive: true, force: true });
+  if (cli) removeCli(cli);
 });
 
 /** The one `sh` block of the README's "Scripts" section. */

@@ -11,7 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { COMMANDS, runCli } from "../../src/cli/run.js";
 import { stripAnsi } from "../../src/cli/style.js";
 import { startHarness, type Harness } from "../node/harness.js";
-import { buildCli, inPipe, inTerminal, inTerminalShell, killAll, screen, shellQuote } from "./process.js";
+import { buildCli, inPipe, inTerminal, inTerminalShell, killAll, removeCli, screen, shellQuote } from "./process.js";
 
 const ESC = "\x1b[";
 let cli: string;
@@ -22,7 +22,10 @@ beforeAll(async () => {
   cli = await buildCli();
 });
 afterEach(killAll);
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+afterAll(() => {
+  rmSync(tmp, { recursive: true, force: true });
+  if (cli) removeCli(cli);
+});
 
 /** The screen lines wider than 80 columns. */
 const tooWide = (lines: readonly string[]) => lines.filter((line) => [...line].length > 80);
