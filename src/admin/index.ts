@@ -164,10 +164,14 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     const authorization = `Bearer ${await resolveToken()}`;
     throwIfAborted(signal);
     const timeoutMs = callOptions.timeoutMs ?? defaultTimeoutMs;
+    // What a message about no answer names: the request as sent (the real path, not the
+    // template), once it is built; the host of baseUrl before that. Never a header or a query.
+    let sent: Request | undefined;
+    const unanswered = () => describeUnanswered(operationId, sent, baseUrl);
     const deadline = timeoutMs === undefined ? undefined : new AbortController();
     const timer = deadline
       ? setTimeout(
-          () => deadline.abort(new TimeoutError(`${operation} got no answer within ${timeoutMs} ms`)),
+          () => deadline.abort(new TimeoutError(`${unanswered()} got no answer within ${timeoutMs} ms`)),
           timeoutMs,
         )
       : undefined;
@@ -175,6 +179,10 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     // Refusals are turned into errors here, while the response's body is still unread
     // (openapi-fetch would otherwise read it into its `error`).
     const refusals: Middleware = {
+      onRequest({ request }) {
+        sent = request;
+        return undefined;
+      },
       async onResponse({ response }) {
         if (!response.ok) throw await problemFromResponse(response, operation);
         return undefined;
@@ -191,10 +199,10 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
       if (signal?.aborted) throw error; // the caller's abort, as it is
       if (StratumError.is(error)) throw error; // a refusal, or the deadline's TimeoutError
       if (deadline?.signal.aborted)
-        throw new TimeoutError(`${operation} got no answer within ${timeoutMs} ms`, { cause: error });
+        throw new TimeoutError(`${unanswered()} got no answer within ${timeoutMs} ms`, { cause: error });
       if (error instanceof SyntaxError)
         throw new ResponseValidationError(operation, [{ path: "", message: "the body is not JSON" }]);
-      throw new NetworkError(`${operation} got no answer`, { cause: error });
+      throw new NetworkError(`${unanswered()} got no answer: ${transportCause(error)}`, { cause: error });
     } finally {
       clearTimeout(timer);
       linked.dispose();
@@ -258,6 +266,46 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     raw,
   };
   return client;
+}
+
+/**
+ * `approveNodeJoin: POST /v1/admin/cluster/joins/nj-8w2k4m1p/approve to 192.0.2.240`: the
+ * method, the path as sent (ids filled in) and the host, for a message about a call that got
+ * no answer. The query and the headers (the token) are left out. Before the request is built,
+ * only the host of `baseUrl` is known.
+ */
+function describeUnanswered(operationId: string, request: Request | undefined, baseUrl: string): string {
+  if (request) {
+    const url = new URL(request.url);
+    return `${operationId}: ${request.method} ${url.pathname} to ${url.host}`;
+  }
+  let host = baseUrl;
+  try {
+    host = new URL(baseUrl).host;
+  } catch {
+    // an unparsable baseUrl is named as it is (it holds no token)
+  }
+  return `${operationId} to ${host}`;
+}
+
+/**
+ * The transport's reason, e.g. `ECONNREFUSED` or `ENOTFOUND`: the first error `code` along the
+ * cause chain (undici wraps it as `fetch failed` → cause, sometimes an AggregateError of one
+ * per address), else the innermost message (a browser's `Failed to fetch`).
+ */
+function transportCause(error: unknown): string {
+  let message = "";
+  const queue: unknown[] = [error];
+  for (let seen = 0; queue.length > 0 && seen < 16; seen++) {
+    const current = queue.shift();
+    if (typeof current !== "object" || current === null) continue;
+    const { code, cause, errors, message: text } = current as Record<string, unknown>;
+    if (typeof code === "string" && code !== "") return code;
+    if (typeof text === "string" && text !== "") message = text;
+    if (cause !== undefined) queue.push(cause);
+    if (Array.isArray(errors)) queue.push(...(errors as unknown[]));
+  }
+  return message || "connection failed";
 }
 
 /**

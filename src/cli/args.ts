@@ -1,6 +1,7 @@
 /**
  * Commands as data: each declares its flags once, and the same declaration drives
- * `node:util` `parseArgs`, `--help` and the test that the README's CLI reference documents every flag.
+ * `node:util` `parseArgs`, `--help` (help.ts) and the test that the README's CLI reference
+ * documents every flag.
  * @module
  */
 
@@ -41,6 +42,8 @@ export interface FlagSpec {
   description: string;
   /** An environment variable read when the flag is absent. */
   env?: string;
+  /** Accepted but not shown in help: an old spelling kept so that existing scripts go on working. */
+  hidden?: boolean;
 }
 
 /** A positional argument of a command. */
@@ -59,8 +62,16 @@ export interface CommandContext {
   env: Readonly<Record<string, string | undefined>>;
   /** Aborted by Ctrl-C: every wait and download takes it. */
   signal: AbortSignal;
-  /** Stderr is a terminal: progress bars are drawn. */
+  /** Stderr is a terminal: progress bars and the updating retry line are drawn. */
   isTTY: boolean;
+  /** Standard input, for `--log -`. */
+  stdin?: AsyncIterable<string | Uint8Array>;
+}
+
+/** One example of a command's `--help`: what it is for, then the command line. */
+export interface CommandExample {
+  comment: string;
+  command: string;
 }
 
 /** Parsed flags (env fallbacks applied) and positionals. */
@@ -78,6 +89,8 @@ export interface CommandSpec {
   details?: string;
   positionals?: readonly PositionalSpec[];
   flags: Readonly<Record<string, FlagSpec>>;
+  /** Shown under `Examples:` in `--help`. */
+  examples?: readonly CommandExample[];
   /** Runs the command; resolves to the exit code (0 unless the command says otherwise). */
   run(ctx: CommandContext, args: ParsedArgs): Promise<number | void>;
 }
@@ -170,27 +183,4 @@ export function numberFlag(args: ParsedArgs, name: string, command: CommandSpec)
     throw new CliError("USAGE", `--${name} takes a whole number of at least 1`, { command: command.path.join(" ") });
   }
   return Number(value);
-}
-
-/** The `--help` text of a command. */
-export function commandHelp(spec: CommandSpec): string {
-  const flags = { ...spec.flags, ...COMMON_FLAGS };
-  const positionals = (spec.positionals ?? []).map((p) => (p.optional ? `[${p.name}]` : p.name)).join(" ");
-  const lines = [
-    `Usage: stratum-join ${spec.path.join(" ")}${positionals ? ` ${positionals}` : ""} [flags]`,
-    "",
-    spec.summary,
-  ];
-  if (spec.details) lines.push("", ...spec.details.split("\n"));
-  if (spec.positionals?.length) {
-    lines.push("", "Arguments:");
-    for (const p of spec.positionals) lines.push(`  ${p.name.padEnd(24)} ${p.description}`);
-  }
-  lines.push("", "Flags:");
-  for (const [name, flag] of Object.entries(flags)) {
-    const label = `${flag.short ? `-${flag.short}, ` : ""}--${name}${flag.type === "string" ? ` ${flag.value ?? "VALUE"}` : ""}`;
-    const extra = [flag.multiple ? "repeatable" : "", flag.env ? `env ${flag.env}` : ""].filter(Boolean).join("; ");
-    lines.push(`  ${label.padEnd(24)} ${flag.description}${extra ? ` (${extra})` : ""}`);
-  }
-  return `${lines.join("\n")}\n`;
 }

@@ -14,6 +14,8 @@ export interface ExitCodeRow {
   exit: number;
   /** What it means, and what to do about it. */
   meaning: string;
+  /** A few words for the list in `stratum-join --help`. */
+  summary: string;
   /** The error `code`s that exit with it (`*` rows are described in `meaning`). */
   codes: readonly string[];
 }
@@ -23,81 +25,118 @@ export interface ExitCodeRow {
  * one row. `130` (interrupted) is not an error code: the run was stopped by Ctrl-C (SIGINT).
  */
 export const EXIT_CODE_TABLE: readonly ExitCodeRow[] = [
-  { exit: 0, meaning: "success", codes: [] },
+  { exit: 0, summary: "success", meaning: "success", codes: [] },
   {
     exit: 1,
+    summary: "unexpected: a bug or a server fault; report it",
     meaning:
       "unexpected: a bug, a server error, an answer that does not match the API (report it, with the request id)",
-    codes: ["INTERNAL", "RESPONSE_INVALID", "RESPONSE_TOO_LARGE", "UNEXPECTED", "HTTP_5xx", "any code not listed here"],
+    codes: [
+      "INTERNAL",
+      "RESPONSE_INVALID",
+      "RESPONSE_TOO_LARGE",
+      "UNEXPECTED",
+      "UNSUPPORTED_MEDIA_TYPE",
+      "HTTP_5xx",
+      "any code not listed here",
+    ],
   },
   {
     exit: 2,
+    summary: "usage: a wrong command, flag or argument",
     meaning: "usage: an unknown command or flag, a missing or malformed argument",
     codes: ["USAGE", "INVALID_ARGUMENT"],
   },
   {
     exit: 3,
+    summary: "a malformed join code, join URL or pairing code; fix the typo",
     meaning: "a join code, join URL or pairing code is malformed (caught locally, nothing was sent); fix the typo",
     codes: ["JOIN_CODE_MALFORMED", "JOIN_URL_MALFORMED", "PAIRING_CODE_MALFORMED"],
   },
   {
     exit: 4,
+    summary: "the join code is not accepted by this listener",
     meaning: "the join code is not accepted: mistyped (but well formed), or this is not the cluster's join listener",
     codes: ["LISTENER_NOT_PROVEN", "JOIN_CODE_INVALID"],
   },
   {
     exit: 5,
+    summary: "the join code is over; ask for a new one",
     meaning: "the join code is over: expired, revoked, or made stale by a CA rotation; ask for a new one",
     codes: ["JOIN_CODE_EXPIRED", "JOIN_CODE_REVOKED", "JOIN_CODE_STALE"],
   },
   {
     exit: 6,
+    summary: "the cluster does not take this machine's release",
     meaning: "the machine's release is not one the cluster takes (see details.clusterRelease, details.isoPath)",
     codes: ["RELEASE_MISMATCH"],
   },
   {
     exit: 7,
+    summary: "the registration is over (rejected, or ended)",
     meaning: "the registration is over: rejected (see the reason), or ended in a state not waited for",
     codes: ["REGISTRATION_REJECTED", "REGISTRATION_ENDED"],
   },
   {
     exit: 8,
+    summary: "retry later: rate limited or busy",
     meaning:
-      "retry later (after retryAfter seconds when given): rate limited, a cluster upgrade in progress, the founder busy",
-    codes: ["RATE_LIMITED", "UPGRADE_IN_PROGRESS", "RELEASE_BUSY", "JOIN_PAKE_RESTART"],
+      "retry later (after retryAfter seconds when given): rate limited, a cluster upgrade in progress, the founder busy or its disk full",
+    codes: [
+      "RATE_LIMITED",
+      "UPGRADE_IN_PROGRESS",
+      "RELEASE_BUSY",
+      "JOIN_PAKE_RESTART",
+      "JOIN_CODE_BUSY",
+      "STORAGE_UNAVAILABLE",
+    ],
   },
   {
     exit: 9,
+    summary: "the network: no answer, a timeout, TLS failed",
     meaning: "the network: no answer, a timeout, TLS failed; retry when the network is back",
     codes: ["NETWORK", "TIMEOUT", "TLS_FAILED", "CONNECTION_CHANGED"],
   },
   {
     exit: 10,
-    meaning: "possible attack: the listener or the channel is not who it claims; do not retry blindly, do not approve",
-    codes: ["LISTENER_CERTIFICATE", "BINDING_MISMATCH", "PAIRING_MISMATCH"],
+    summary: "possible attack: do not retry blindly, do not approve",
+    meaning:
+      "possible attack: the listener or the channel is not who it claims (a relay between the machine and the cluster); do not retry blindly, do not approve",
+    codes: [
+      "LISTENER_CERTIFICATE",
+      "BINDING_MISMATCH",
+      "PAIRING_MISMATCH",
+      "JOIN_BINDING_FAILED",
+      "CONNECTION_INTERCEPTED",
+    ],
   },
   {
     exit: 11,
+    summary: "the release failed verification: never install it",
     meaning: "the release failed verification (signature, release, path, size or hash): never install it",
     codes: ["RELEASE_UNVERIFIED"],
   },
   {
     exit: 12,
+    summary: "the admin token is wrong or lacks the permission",
     meaning: "the admin token is wrong, expired, or lacks the permission (no token at all is a usage error, 2)",
     codes: ["UNAUTHORIZED", "FORBIDDEN"],
   },
   {
     exit: 13,
+    summary: "refused as it stands: fix the input or wait",
     meaning: "the request was refused as it stands: fix the input (see error.errors) or wait for another state",
     codes: ["INVALID_INPUT", "JOIN_APPROVAL_REFUSED", "JOIN_STATE_CONFLICT", "RANGE_NOT_SATISFIABLE", "NO_UPGRADE"],
   },
   {
     exit: 14,
+    summary: "not found",
     meaning: "not found: no such join code, join or member (or not this key's registration)",
     codes: ["NOT_FOUND"],
   },
   {
     exit: 15,
+    summary: "a local file or directory cannot be used",
     meaning: "local state: the identity directory, session file, delivery directory or another file cannot be used",
     codes: [
       "IDENTITY_INVALID",
@@ -112,12 +151,14 @@ export const EXIT_CODE_TABLE: readonly ExitCodeRow[] = [
   },
   {
     exit: 16,
+    summary: "the release download failed; run again to resume",
     meaning:
       "the release download failed (retries exhausted, refused, disk full); the .partial files stay, run again to resume",
     codes: ["RELEASE_DOWNLOAD_FAILED"],
   },
   {
     exit: 130,
+    summary: "interrupted (Ctrl-C)",
     meaning: "interrupted (Ctrl-C): waits and downloads stop cleanly; a download resumes on the next run",
     codes: ["ABORTED"],
   },

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { chmod, lstat, mkdir, readFile } from "node:fs/promises";
+import { chmod, lstat, mkdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { createMachineIdentity, loadMachineIdentity, type MachineIdentity } from "../node/identity.js";
 import { parseJoinSession, serializeJoinSession, type JoinSession } from "../node/join-session.js";
@@ -72,6 +72,16 @@ async function exists(path: string): Promise<boolean> {
   );
 }
 
+/**
+ * A `FILE_ERROR` when `dir` exists and is not a directory (a file given as `--identity`),
+ * rather than what creating or reading inside it would say (`EEXIST`, `ENOTDIR`).
+ */
+async function assertDirectory(dir: string): Promise<void> {
+  const info = await stat(dir).catch(() => undefined);
+  if (info && !info.isDirectory())
+    throw new CliError("FILE_ERROR", `${dir} is not a directory: --identity names the machine's directory`);
+}
+
 /** The machine identity of `dir`, and whether it was created by this call. */
 export interface IdentityDir {
   identity: MachineIdentity;
@@ -91,6 +101,7 @@ export async function openIdentityDir(
 ): Promise<IdentityDir> {
   const certPath = join(dir, IDENTITY_FILES.cert);
   const keyPath = join(dir, IDENTITY_FILES.key);
+  await assertDirectory(dir);
   const [hasCert, hasKey] = await Promise.all([exists(certPath), exists(keyPath)]);
   if (!hasCert && !hasKey) {
     if (!options.create)
@@ -138,6 +149,7 @@ export async function saveSession(dir: string, session: JoinSession): Promise<st
 
 /** Reads `DIR/session.json`; `JOIN_SESSION_MISSING` when there is none, `JOIN_SESSION_INVALID` when it is tampered with or broken. */
 export async function readSession(dir: string): Promise<JoinSession> {
+  await assertDirectory(dir);
   const path = join(dir, IDENTITY_FILES.session);
   let text: string;
   try {

@@ -1,20 +1,16 @@
 /**
- * Steps the joiner commands share: the join target from the flags, waiting for a state while printing each change, and the self-upgrade
- * download with its progress bar.
+ * Steps the joiner commands share: the join target from the flags, a state in words, and the
+ * self-upgrade download with its progress bar. Waiting for a state is in watch.ts.
  * @module
  */
 
-import { join } from "node:path";
-import { isFinalState } from "../core/join-states.js";
-import { RegistrationEndedError, StratumError, TimeoutError } from "../errors/index.js";
-import { writeDelivery, type WrittenDelivery } from "../node/delivery.js";
 import type { MachineIdentity } from "../node/identity.js";
 import type { JoinTarget } from "../node/joiner.js";
 import type { JoinSession } from "../node/join-session.js";
-import { reportProgress, watchRegistration } from "../node/registration.js";
+import { reportProgress } from "../node/registration.js";
 import { downloadRelease } from "../node/self-upgrade.js";
 import type { DownloadedRelease, ReleaseProgress, ReleaseUpgrade } from "../release/download.js";
-import type { JoinState, Registration } from "../types.js";
+import type { Registration } from "../types.js";
 import {
   CliError,
   listFlag,
@@ -24,8 +20,9 @@ import {
   type FlagSpec,
   type ParsedArgs,
 } from "./args.js";
-import { IDENTITY_FILES, readTextFile } from "./files.js";
+import { readTextFile } from "./files.js";
 import { formatBytes } from "./output.js";
+import type { Style } from "./style.js";
 
 /** A release name safe as a directory name: it comes from the cluster and becomes `DIR/release/<version>`. */
 export const SAFE_RELEASE = /^[0-9A-Za-z][0-9A-Za-z._+-]{0,63}$/;
@@ -66,8 +63,8 @@ export async function trustedKeysOf(args: ParsedArgs): Promise<string[]> {
   return Promise.all(listFlag(args, "trusted-key").map((file) => readTextFile(file, "trusted release key")));
 }
 
-/** One line about a registration's state, for a person. */
-export function describeState(view: Registration): string {
+/** One line about a registration's state, for a person; the state in its colour where `style` paints. */
+export function describeState(view: Registration, style?: Style): string {
   const extra = (() => {
     switch (view.state) {
       case "needs-upgrade":
@@ -75,7 +72,7 @@ export function describeState(view: Registration): string {
           ? `must upgrade itself from ${view.upgrade.from} to ${view.upgrade.to} first`
           : "must upgrade itself first";
       case "pending":
-        return `waiting for an operator to approve it (pairing code ${view.pairingCode})`;
+        return `waiting for approval (pairing code ${view.pairingCode})`;
       case "approved":
         return view.waitReason ? `approved; ${view.waitReason}` : "approved";
       case "delivering":
@@ -94,75 +91,15 @@ export function describeState(view: Registration): string {
         return "";
     }
   })();
-  return `state ${view.state}${extra ? ` — ${extra}` : ""}`;
-}
-
-/** Prints each view whose state (or wait reason) differs from the last one printed. */
-export function stateReporter(ctx: CommandContext): (view: Registration) => void {
-  let last = "";
-  return (view) => {
-    const key = `${view.state}|${view.waitReason ?? ""}|${view.failedStep ?? ""}`;
-    if (key === last) return;
-    last = key;
-    ctx.out.say(`${new Date().toISOString().slice(11, 19)}  ${describeState(view)}`);
-  };
-}
-
-/** What {@link waitForState} did. */
-export interface WaitOutcome {
-  registration: Registration;
-  /** Where the delivery was written, when one passed by. */
-  delivery?: WrittenDelivery;
-}
-
-/**
- * Watches the registration until `until`, printing each change. The first view that carries
- * a delivery has it written to `DIR/delivery` (all files 0600), whatever state is awaited: a
- * machine waiting for `joined` must still keep what it was delivered.
- * @throws RegistrationEndedError in a final state other than `until`; TimeoutError after
- *   `timeoutMs`; the signal's reason on Ctrl-C
- */
-export async function waitForState(
-  ctx: CommandContext,
-  options: { session: JoinSession; identity: MachineIdentity; dir: string; until: JoinState; timeoutMs?: number },
-): Promise<WaitOutcome> {
-  const timeout = options.timeoutMs === undefined ? undefined : AbortSignal.timeout(options.timeoutMs);
-  const signal = timeout ? AbortSignal.any([ctx.signal, timeout]) : ctx.signal;
-  const report = stateReporter(ctx);
-  let delivery: WrittenDelivery | undefined;
-  try {
-    for await (const view of watchRegistration(options.session, options.identity, {
-      signal,
-      onRetry: (error, delayMs) =>
-        ctx.out.say(
-          `listener unreachable or busy (${(error as { code?: string }).code ?? "error"}); retrying in ${Math.ceil(delayMs / 1000)} s`,
-        ),
-    })) {
-      report(view);
-      if (view.delivery && !delivery) {
-        delivery = await writeDelivery(join(options.dir, IDENTITY_FILES.delivery), view.delivery);
-        ctx.out.say(`delivery for node ${view.delivery.nodeId} written to ${delivery.dir} (files 0600)`);
-      }
-      if (view.state === options.until) return { registration: view, ...(delivery ? { delivery } : {}) };
-      if (isFinalState(view.state)) throw new RegistrationEndedError(view);
-    }
-    throw new StratumError("REGISTRATION_ENDED", "the registration's watch ended without a view");
-  } catch (error) {
-    if (timeout?.aborted && !ctx.signal.aborted) {
-      throw new TimeoutError(
-        `the registration did not reach ${options.until} within ${Math.round(options.timeoutMs! / 1000)} s`,
-      );
-    }
-    throw error;
-  }
+  return `state ${style ? style.state(view.state) : view.state}${extra ? ` — ${extra}` : ""}`;
 }
 
 /** A progress line for the download. */
-function progressLine(release: string, p: ReleaseProgress): string {
+function progressLine(release: string, p: ReleaseProgress, style: Style): string {
   const ratio = p.bytesTotal > 0 ? Math.min(1, p.bytesDone / p.bytesTotal) : 1;
   const width = 24;
   const filled = Math.round(ratio * width);
-  return `release ${release} [${"█".repeat(filled)}${"░".repeat(width - filled)}] ${String(Math.floor(ratio * 100)).padStart(3)}%  ${formatBytes(p.bytesDone)}/${formatBytes(p.bytesTotal)}  ${p.filesDone}/${p.filesTotal} files  ${formatBytes(p.bytesPerSecond)}/s`;
+  return `release ${release} [${style.cyan("█".repeat(filled))}${style.dim("░".repeat(width - filled))}] ${String(Math.floor(ratio * 100)).padStart(3)}%  ${formatBytes(p.bytesDone)}/${formatBytes(p.bytesTotal)}  ${p.filesDone}/${p.filesTotal} files  ${formatBytes(p.bytesPerSecond)}/s`;
 }
 
 /**
@@ -216,7 +153,7 @@ export async function downloadUpgrade(
       ...(options.session ? { session: options.session } : {}),
       ...(options.identity ? { identity: options.identity } : {}),
       signal: ctx.signal,
-      onProgress: (p) => ctx.out.progress(progressLine(upgrade.to, p)),
+      onProgress: (p) => ctx.out.progress(progressLine(upgrade.to, p, ctx.out.errStyle)),
     });
     ctx.out.clearProgress();
     const total = downloaded.files.reduce((sum, f) => sum + f.size, 0);

@@ -25,6 +25,11 @@ const code = await runCli(process.argv.slice(2), {
   stderr: process.stderr,
   env: process.env,
   isTTY: Boolean(process.stderr.isTTY),
+  stdoutIsTTY: Boolean(process.stdout.isTTY),
+  // Help fits the terminal that shows it; undefined in a pipe (then COLUMNS, else 80).
+  columns: process.stdout.columns || process.stderr.columns || undefined,
+  // Touched only when a command reads it (progress --log -), so no other command holds stdin.
+  stdin: { [Symbol.asyncIterator]: () => process.stdin[Symbol.asyncIterator]() },
   signal: controller.signal,
 });
 const exitCode = signalled === "SIGTERM" && code === 130 ? 143 : code;

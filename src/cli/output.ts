@@ -11,6 +11,9 @@
 import { redact } from "../core/redact.js";
 import { StratumError } from "../errors/index.js";
 import { EXIT_INTERRUPTED, exitCodeFor } from "./exit-codes.js";
+import { nextSteps } from "./next-step.js";
+import { DEFAULT_WIDTH, wrap } from "./help.js";
+import { colourWanted, createStyle, stripAnsi, visibleWidth, type Style } from "./style.js";
 
 /** A stream the CLI writes text to (`process.stdout`, or a capture in tests). */
 export interface TextSink {
@@ -21,26 +24,52 @@ export interface TextSink {
 export interface CliIo {
   stdout: TextSink;
   stderr: TextSink;
-  /** The environment (`STRATUM_API`, `STRATUM_TOKEN`, `STRATUM_JOIN_URL`, `STRATUM_DEBUG`). */
+  /**
+   * The environment (`STRATUM_API`, `STRATUM_TOKEN`, `STRATUM_JOIN_URL`, `STRATUM_DEBUG`,
+   * `NO_COLOR`, `FORCE_COLOR`, `COLUMNS`).
+   */
   env: Readonly<Record<string, string | undefined>>;
-  /** Stderr is a terminal: progress bars are drawn there. Without it, no progress is printed. */
+  /** Stderr is a terminal: progress bars and updating lines are drawn there, in colour. Without it, none. */
   isTTY: boolean;
+  /** Stdout is a terminal: results are coloured. Default: as `isTTY`. */
+  stdoutIsTTY?: boolean;
+  /** The terminal's width, for help; unknown (a pipe) means `COLUMNS`, else 80. */
+  columns?: number;
+  /** Standard input, read by `progress --log -`. */
+  stdin?: AsyncIterable<string | Uint8Array>;
   /** Aborted on Ctrl-C (main.ts wires SIGINT to it): waits and downloads stop, exit 130. */
   signal?: AbortSignal;
 }
 
-const ATTACK_CODES = new Set(["LISTENER_CERTIFICATE", "BINDING_MISMATCH", "PAIRING_MISMATCH"]);
+/** Where a failed command was, for the error's next step. */
+export interface ErrorContext {
+  signal?: AbortSignal;
+  /** The command whose `--help` a usage error points to ("" for the top level). */
+  usageOf?: string;
+}
 
 /** The human or JSON face of one run. */
 export class Output {
   /** `--json` was given. */
   readonly json: boolean;
+  /** Paints what {@link say} and the human result print (stdout; nothing with `--json`). */
+  readonly style: Style;
+  /** Paints what goes to stderr: errors, warnings, progress (nothing with `--json`). */
+  readonly errStyle: Style;
   readonly #io: CliIo;
   #progressShown = false;
 
   constructor(io: CliIo, json: boolean) {
     this.#io = io;
     this.json = json;
+    // No colour with --json at all: the person reading stderr then is usually a log file.
+    this.style = createStyle(!json && colourWanted(io.env, io.stdoutIsTTY ?? io.isTTY));
+    this.errStyle = createStyle(!json && colourWanted(io.env, io.isTTY));
+  }
+
+  /** Stderr is a terminal: a line can be redrawn in place. */
+  get interactive(): boolean {
+    return this.#io.isTTY;
   }
 
   /** A line for the person running the command: stdout, or stderr with `--json` so stdout stays one document. */
@@ -52,16 +81,30 @@ export class Output {
   /** A warning, always on stderr. */
   warn(text: string): void {
     this.clearProgress();
-    this.#io.stderr.write(`warning: ${text}\n`);
+    this.#io.stderr.write(`${this.errStyle.yellow(this.errStyle.bold("warning:"))} ${text}\n`);
   }
 
   /**
    * The command's result: with `--json` the document (redacted), else the human lines. The
    * document is redacted even though commands build it from public fields: a field the API
-   * adds later and marks sensitive is then hidden without touching the CLI.
+   * adds later and marks sensitive is then hidden without touching the CLI. `local` names
+   * top-level fields the CLI made itself on this machine (file paths keyed by the role of each
+   * file, such as `nodeKey`): they hold no secret, only names that look like one, so they are
+   * printed as they are.
    */
-  result(document: unknown, human: string | readonly string[]): void {
-    this.#emit(redact(document), human);
+  result(document: unknown, human: string | readonly string[], options: { local?: readonly string[] } = {}): void {
+    if (!options.local?.length || typeof document !== "object" || document === null) {
+      this.#emit(redact(document), human);
+      return;
+    }
+    const source = document as Record<string, unknown>;
+    const api = Object.fromEntries(Object.entries(source).filter(([key]) => !options.local!.includes(key)));
+    const redacted = redact(api);
+    // Rebuilt in the document's own key order.
+    const out = Object.fromEntries(
+      Object.keys(source).map((key) => [key, options.local!.includes(key) ? source[key] : redacted[key]]),
+    );
+    this.#emit(out, human);
   }
 
   /**
@@ -81,7 +124,11 @@ export class Output {
   /** A progress line, redrawn in place; only on a terminal. */
   progress(line: string): void {
     if (!this.#io.isTTY) return;
-    this.#io.stderr.write(`\r\x1b[2K${line}`);
+    // A line wider than the terminal wraps, and the carriage return then redraws only its
+    // last part: cut it to fit instead (its colour goes with the cut).
+    const width = this.#io.columns ?? DEFAULT_WIDTH;
+    const fitted = visibleWidth(line) < width ? line : `${[...stripAnsi(line)].slice(0, width - 2).join("")}…`;
+    this.#io.stderr.write(`\r\x1b[2K${fitted}`);
     this.#progressShown = true;
   }
 
@@ -93,7 +140,7 @@ export class Output {
   }
 
   /** Prints `error` (stderr, or the JSON document on stdout) and returns the exit code. */
-  error(error: unknown, options: { signal?: AbortSignal; usageOf?: string } = {}): number {
+  error(error: unknown, options: ErrorContext = {}): number {
     this.clearProgress();
     const exitCode = exitCodeFor(error, options.signal);
     const document = errorDocument(error, exitCode);
@@ -101,8 +148,13 @@ export class Output {
       this.#io.stdout.write(`${JSON.stringify({ error: document }, null, 2)}\n`);
       return exitCode;
     }
+    const s = this.errStyle;
+    const text = document.message.startsWith(`${document.code}:`)
+      ? document.message.slice(document.code.length + 1).trimStart()
+      : document.message;
+    // After Ctrl-C the terminal has echoed "^C" where the cursor was: start a line of our own.
     const lines = [
-      `stratum-join: ${document.message.startsWith(`${document.code}:`) ? document.message : `${document.code}: ${document.message}`}`,
+      `${exitCode === EXIT_INTERRUPTED && this.#io.isTTY ? "\n" : ""}${s.bold("stratum-join:")} ${s.red(s.bold(`${document.code}:`))} ${text}`,
     ];
     const fieldErrors = document.errors as { field: string; message: string }[] | undefined;
     for (const problem of fieldErrors ?? []) lines.push(`  - ${problem.field || "(request)"}: ${problem.message}`);
@@ -112,17 +164,53 @@ export class Output {
     }
     if (typeof document.retryAfter === "number") lines.push(`  retry in ${document.retryAfter} s`);
     if (typeof document.requestId === "string") lines.push(`  request id: ${document.requestId}`);
-    if (ATTACK_CODES.has(document.code)) {
+    const suggestion = suggestionOf(error);
+    if (suggestion !== undefined) {
+      // The fix of one adjacent swap is the real join code, a secret: shown to the person at
+      // a terminal only, never into a pipe or a log (where stderr goes when it is not one).
       lines.push(
-        "  Someone may be on the line between this machine and the cluster. Do not approve this machine, do not retry blindly.",
+        this.#io.isTTY
+          ? `  did you mean ${s.bold(suggestion)}?`
+          : "  swapping two adjacent symbols gives a valid code: run this on a terminal to see which",
       );
     }
-    if (document.code === "USAGE" && options.usageOf !== undefined)
-      lines.push(`Run 'stratum-join ${options.usageOf}${options.usageOf ? " " : ""}--help' for usage.`);
-    if (this.#io.env.STRATUM_DEBUG && error instanceof Error && error.stack) lines.push(error.stack);
-    this.#io.stderr.write(`${lines.join("\n")}\n`);
+    for (const step of nextSteps(document, { command: options.usageOf ?? "" })) lines.push(`${s.cyan("→")} ${step}`);
+    if (this.#io.env.STRATUM_DEBUG && error instanceof Error && error.stack)
+      lines.push(s.dim(withoutSuggestion(error.stack, suggestion)));
+    this.#io.stderr.write(`${this.#fit(lines).join("\n")}\n`);
     return exitCode;
   }
+
+  /**
+   * Lines for stderr: on a terminal wrapped at word boundaries to its width, each continuation
+   * indented under its text; elsewhere as they are, one line each, as a log wants them.
+   */
+  #fit(lines: readonly string[]): string[] {
+    if (!this.#io.isTTY) return [...lines];
+    const width = this.#io.columns ?? DEFAULT_WIDTH;
+    return lines.flatMap((line) => {
+      if (visibleWidth(line) <= width || line.includes("\n")) return [line];
+      const plain = stripAnsi(line);
+      const lead = /^\s*/.exec(plain)![0].length;
+      const marker = /^\s*(→ |- )/.test(plain) ? 2 : 0;
+      return wrap(line.trimStart(), width, lead + marker || 2, lead);
+    });
+  }
+}
+
+/** A `JoinCodeError`'s `suggestion` (read by name, so a copy of the SDK from another realm works). */
+function suggestionOf(error: unknown): string | undefined {
+  const suggestion = StratumError.is(error) ? (error as { suggestion?: unknown }).suggestion : undefined;
+  return typeof suggestion === "string" && suggestion !== "" ? suggestion : undefined;
+}
+
+/** `text` with a suggested join code taken out, however the SDK worded it. */
+function withoutSuggestion(text: string, suggestion: string | undefined): string {
+  if (suggestion === undefined) return text;
+  return text
+    .replace(/;?\s*did you mean [^?\n]*\?/gi, "")
+    .split(suggestion)
+    .join("[a valid code]");
 }
 
 /** The `error` object of the JSON error document: `code`, `message`, `exitCode`, and the error's branchable fields. */
@@ -135,6 +223,7 @@ export interface ErrorDocument {
 
 // The fields a caller may branch on, per error class (StratumApiError, JoinCodeError,
 // JoinProtocolError, release errors). Read by name so a copy of the SDK from another realm works.
+// Not `suggestion`: a JoinCodeError's suggested fix is the real code, shown on a terminal only.
 const FIELDS = [
   "status",
   "requestId",
@@ -146,7 +235,6 @@ const FIELDS = [
   "reason",
   "position",
   "character",
-  "suggestion",
   "check",
   "rule",
   "path",
@@ -160,7 +248,12 @@ export function errorDocument(error: unknown, exitCode: number): ErrorDocument {
     const message = error instanceof Error ? error.message : String(error);
     return { code: "UNEXPECTED", message: `unexpected error: ${message}`, exitCode };
   }
-  const document: ErrorDocument = { code: error.code, message: error.message, exitCode };
+  // A JoinCodeError's suggestion is the real join code (a secret): never in a document.
+  const document: ErrorDocument = {
+    code: error.code,
+    message: withoutSuggestion(error.message, suggestionOf(error)),
+    exitCode,
+  };
   const source = error as unknown as Record<string, unknown>;
   for (const field of FIELDS) {
     const value = source[field];
@@ -176,8 +269,8 @@ export function errorDocument(error: unknown, exitCode: number): ErrorDocument {
   return document;
 }
 
-/** The pairing code as a boxed banner, spaced out so it is read aloud and compared without mistakes. */
-export function pairingBanner(pairingCode: string): string[] {
+/** The pairing code as a boxed banner, spaced out so it is read aloud and compared without mistakes; the code in bold where `style` paints. */
+export function pairingBanner(pairingCode: string, style?: Style): string[] {
   const spaced = [...pairingCode].join(" ");
   const body = [
     "PAIRING CODE",
@@ -190,9 +283,21 @@ export function pairingBanner(pairingCode: string): string[] {
   const width = Math.max(...body.map((l) => l.length)) + 6;
   const centre = (text: string) => {
     const left = Math.floor((width - text.length) / 2);
-    return `┃${" ".repeat(left)}${text}${" ".repeat(width - text.length - left)}┃`;
+    const painted = text === spaced && style ? style.bold(text) : text;
+    return `┃${" ".repeat(left)}${painted}${" ".repeat(width - text.length - left)}┃`;
   };
   return [`┏${"━".repeat(width)}┓`, centre(""), ...body.map(centre), centre(""), `┗${"━".repeat(width)}┛`];
+}
+
+/**
+ * A labelled fingerprint (`AB:CD:…`, 95 characters for SHA-256) as a person compares it: in
+ * two halves of 16 bytes, the second under the first, so that it fits 80 columns and is read
+ * in two glances. `label` is padded to `width`.
+ */
+export function fingerprintLines(label: string, fingerprint: string, width = label.length + 1): string[] {
+  const bytes = fingerprint.split(":");
+  if (bytes.length <= 16) return [`${label.padEnd(width)}${fingerprint}`];
+  return [`${label.padEnd(width)}${bytes.slice(0, 16).join(":")}`, `${" ".repeat(width)}${bytes.slice(16).join(":")}`];
 }
 
 /** Bytes for a person: `12.3 MiB`. */
@@ -207,13 +312,24 @@ export function formatBytes(bytes: number): string {
   return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`;
 }
 
-/** A plain text table: a header row and left-aligned columns. */
-export function table(headers: readonly string[], rows: readonly (readonly string[])[]): string[] {
+/**
+ * A text table: a header row (in bold where `style` paints) and left-aligned columns. `paint`
+ * colours a cell after it is padded, so escapes never throw the columns out of line.
+ */
+export function table(
+  headers: readonly string[],
+  rows: readonly (readonly string[])[],
+  options: { style?: Style; paint?: (cell: string, column: number, raw: string) => string } = {},
+): string[] {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const line = (cells: readonly string[]) =>
+  const line = (cells: readonly string[], paint: (cell: string, column: number, raw: string) => string) =>
     cells
-      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
+      .map((c, i) => paint(i === cells.length - 1 ? c : c.padEnd(widths[i]!), i, c))
       .join("  ")
       .trimEnd();
-  return [line(headers), ...rows.map(line)];
+  const header = line(headers, (cell) => cell);
+  return [
+    options.style ? options.style.bold(header) : header,
+    ...rows.map((row) => line(row, options.paint ?? ((cell) => cell))),
+  ];
 }

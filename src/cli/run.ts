@@ -5,7 +5,7 @@
  */
 
 import packageJson from "../../package.json" with { type: "json" };
-import { CliError, commandHelp, parseCommandArgs, type CommandSpec } from "./args.js";
+import { CliError, parseCommandArgs, type CommandSpec } from "./args.js";
 import {
   adminApprove,
   adminCodes,
@@ -17,20 +17,24 @@ import {
 } from "./commands/admin.js";
 import { check } from "./commands/check.js";
 import { codeCheck } from "./commands/code.js";
+import { progress } from "./commands/progress.js";
 import { register } from "./commands/register.js";
 import { releaseDownload, releaseKeygen, releaseSign, releaseVerify } from "./commands/release.js";
 import { status } from "./commands/status.js";
 import { EXIT_OK } from "./exit-codes.js";
+import { commandHelp, exitCodesHelp, groupHelp, helpWidth, mainHelp, type HelpLayout } from "./help.js";
 import { Output, type CliIo } from "./output.js";
+import { colourWanted, createStyle } from "./style.js";
 
 export type { CliIo, TextSink } from "./output.js";
 export { EXIT_CODE_TABLE, exitCodeFor, exitCodeForCode } from "./exit-codes.js";
 
-/** Every command, in the order `--help` lists them. */
+/** Every command, in the order `--help` lists them (within their groups). */
 export const COMMANDS: readonly CommandSpec[] = [
   codeCheck,
   check,
   register,
+  progress,
   status,
   releaseKeygen,
   releaseSign,
@@ -45,43 +49,9 @@ export const COMMANDS: readonly CommandSpec[] = [
   adminRetry,
 ];
 
-const GROUPS: Record<string, string> = {
-  code: "offline join-code checks",
-  release: "release keys, signed manifests, verified downloads",
-  admin: "the founder's admin API: join codes and joins",
-};
+const GROUPS = new Set(["code", "release", "admin"]);
 
 const GLOBAL_FLAGS = new Set(["--json", "--help", "-h", "--version"]);
-
-function mainHelp(): string {
-  const width = Math.max(...COMMANDS.map((c) => c.path.join(" ").length));
-  return [
-    "Usage: stratum-join <command> [flags]",
-    "",
-    "Join a machine to a Stratum cluster, and admit machines, from the command line.",
-    "",
-    "Commands:",
-    ...COMMANDS.map((c) => `  ${c.path.join(" ").padEnd(width)}  ${c.summary}`),
-    "",
-    'Every command takes --json (one JSON document on stdout; errors as {"error":{"code",...}})',
-    "and --help. Exit codes are documented per error code in the README (CLI reference).",
-    "",
-  ].join("\n");
-}
-
-function groupHelp(group: string): string {
-  const commands = COMMANDS.filter((c) => c.path[0] === group);
-  const width = Math.max(...commands.map((c) => c.path.join(" ").length));
-  return [
-    `Usage: stratum-join ${group} <command> [flags]`,
-    "",
-    `${group}: ${GROUPS[group] ?? ""}`,
-    "",
-    "Commands:",
-    ...commands.map((c) => `  ${c.path.join(" ").padEnd(width)}  ${c.summary}`),
-    "",
-  ].join("\n");
-}
 
 /**
  * Splits the command words off `argv`. Only the boolean global flags may come before them
@@ -122,7 +92,16 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   const json = argv.includes("--json");
   const out = new Output(io, json);
   const signal = io.signal ?? new AbortController().signal;
+  // Help goes to stdout (or stderr after a usage error): each painted for its own stream.
+  const layout = (stream: "stdout" | "stderr"): HelpLayout => ({
+    width: helpWidth(io.columns, io.env),
+    style: createStyle(!json && colourWanted(io.env, stream === "stdout" ? (io.stdoutIsTTY ?? io.isTTY) : io.isTTY)),
+  });
   const helpAt = argv.findIndex((a) => !GLOBAL_FLAGS.has(a));
+  if (argv[helpAt] === "help" && argv[helpAt + 1] === "exit-codes") {
+    io.stdout.write(exitCodesHelp(layout("stdout")));
+    return EXIT_OK;
+  }
   if (argv[helpAt] === "help" && argv.length > helpAt + 1) {
     // `stratum-join help admin approve` is `stratum-join admin approve --help`.
     return runCli([...argv.slice(0, helpAt), ...argv.slice(helpAt + 1), "--help"], io);
@@ -136,10 +115,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       return EXIT_OK;
     }
     if (wantsHelp) {
-      io.stdout.write(mainHelp());
+      io.stdout.write(mainHelp(COMMANDS, layout("stdout")));
       return EXIT_OK;
     }
-    if (!json) io.stderr.write(mainHelp());
+    if (!json) io.stderr.write(mainHelp(COMMANDS, layout("stderr")));
     const flag = argv.find((a) => a.startsWith("-") && !GLOBAL_FLAGS.has(a));
     return out.error(
       new CliError("USAGE", flag ? `unknown flag ${flag} (flags go after the command)` : "no command given"),
@@ -147,17 +126,17 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     );
   }
   if (words[0] === "help") {
-    io.stdout.write(mainHelp());
+    io.stdout.write(mainHelp(COMMANDS, layout("stdout")));
     return EXIT_OK;
   }
   const spec = COMMANDS.find((c) => c.path.join(" ") === words.join(" "));
   if (!spec) {
-    if (words.length === 1 && GROUPS[words[0]!] !== undefined) {
+    if (words.length === 1 && GROUPS.has(words[0]!)) {
       if (wantsHelp) {
-        io.stdout.write(groupHelp(words[0]!));
+        io.stdout.write(groupHelp(COMMANDS, words[0]!, layout("stdout")));
         return EXIT_OK;
       }
-      if (!json) io.stderr.write(groupHelp(words[0]!));
+      if (!json) io.stderr.write(groupHelp(COMMANDS, words[0]!, layout("stderr")));
       return out.error(new CliError("USAGE", `${words[0]} needs a command`), { usageOf: words[0]! });
     }
     return out.error(new CliError("USAGE", `unknown command ${JSON.stringify(words.join(" "))}`), { usageOf: "" });
@@ -166,10 +145,13 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   try {
     const args = parseCommandArgs(spec, rest, io.env);
     if (args.values.help) {
-      io.stdout.write(commandHelp(spec));
+      io.stdout.write(commandHelp(spec, layout("stdout")));
       return EXIT_OK;
     }
-    const code = await spec.run({ out, env: io.env, signal, isTTY: io.isTTY }, args);
+    const code = await spec.run(
+      { out, env: io.env, signal, isTTY: io.isTTY, ...(io.stdin ? { stdin: io.stdin } : {}) },
+      args,
+    );
     return code ?? EXIT_OK;
   } catch (error) {
     return out.error(error, { signal, usageOf: name });

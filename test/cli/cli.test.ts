@@ -29,13 +29,24 @@ interface Run {
 /** Runs the CLI in-process, as a script would (no TTY unless asked). */
 async function cli(
   args: string[],
-  options: { env?: Record<string, string>; signal?: AbortSignal; isTTY?: boolean } = {},
+  options: {
+    env?: Record<string, string>;
+    signal?: AbortSignal;
+    isTTY?: boolean;
+    /** Sees each write to stderr as it happens. */
+    onStderr?: (text: string) => unknown;
+  } = {},
 ): Promise<Run> {
   let stdout = "";
   let stderr = "";
   const code = await runCli(args, {
     stdout: { write: (t: string) => (stdout += t) },
-    stderr: { write: (t: string) => (stderr += t) },
+    stderr: {
+      write: (t: string) => {
+        stderr += t;
+        options.onStderr?.(t);
+      },
+    },
     env: options.env ?? {},
     isTTY: options.isTTY ?? false,
     ...(options.signal ? { signal: options.signal } : {}),
@@ -61,18 +72,25 @@ describe("code check (offline)", () => {
     expect(json.json).toEqual({ valid: true, selector: "4F" });
   });
 
-  it("suggests the adjacent swap that makes a mistyped code valid (exit 3)", async () => {
-    const run = await cli(["code", "check", "4F7K-2Q9M-BAD"]);
-    expect(run.code).toBe(3);
-    expect(run.stderr).toContain("did you mean 4F7K-2Q9M-ABD?");
-    const json = await cli(["--json", "code", "check", "4F7K-2Q9M-BAD"]);
-    expect(json.code).toBe(3);
-    expect(json.json.error).toMatchObject({
-      code: "JOIN_CODE_MALFORMED",
-      reason: "check",
-      suggestion: "4F7K-2Q9M-ABD",
-      exitCode: 3,
-    });
+  it("suggests the adjacent swap that makes a mistyped code valid (exit 3) to a person at a terminal only", async () => {
+    // The suggestion is the real code: on a terminal, yes; in a pipe (a log), in --json, never.
+    const tty = await cli(["code", "check", "4F7K-2Q9M-BAD"], { isTTY: true, env: { NO_COLOR: "1" } });
+    expect(tty.code).toBe(3);
+    expect(tty.stderr).toContain("did you mean 4F7K-2Q9M-ABD?");
+    const piped = await cli(["code", "check", "4F7K-2Q9M-BAD"]);
+    expect(piped.code).toBe(3);
+    expect(piped.stderr).not.toContain("4F7K-2Q9M-ABD");
+    expect(piped.stderr).toContain("run this on a terminal to see which");
+    const debug = await cli(["code", "check", "4F7K-2Q9M-BAD"], { env: { STRATUM_DEBUG: "1" } });
+    expect(debug.stderr).toContain("at "); // the stack trace is there, without the code
+    expect(debug.stderr).not.toContain("4F7K-2Q9M-ABD");
+    for (const isTTY of [false, true]) {
+      const json = await cli(["--json", "code", "check", "4F7K-2Q9M-BAD"], { isTTY });
+      expect(json.code).toBe(3);
+      expect(json.json.error).toMatchObject({ code: "JOIN_CODE_MALFORMED", reason: "check", exitCode: 3 });
+      expect(json.json.error.suggestion).toBeUndefined();
+      expect(json.stdout + json.stderr).not.toContain("4F7K-2Q9M-ABD");
+    }
   });
 
   it("names a bad character and its position (exit 3), and reads join URLs too", async () => {
@@ -101,8 +119,9 @@ describe("help, usage and the reference", () => {
       const run = await cli([...command.path, "--help"]);
       expect(run.code, command.path.join(" ")).toBe(0);
       expect(run.stdout).toMatch(new RegExp(`^Usage: stratum-join ${command.path.join(" ")}`));
-      for (const flag of [...Object.keys(command.flags), ...Object.keys(COMMON_FLAGS)])
-        expect(run.stdout, `${command.path.join(" ")} --${flag}`).toContain(`--${flag}`);
+      const flags = Object.entries({ ...command.flags, ...COMMON_FLAGS }).filter(([, spec]) => !spec.hidden);
+      for (const [flag] of flags) expect(run.stdout, `${command.path.join(" ")} --${flag}`).toContain(`--${flag}`);
+      expect(run.stdout, command.path.join(" ")).toContain("Examples:");
       // `help <command>` says the same.
       expect((await cli(["help", ...command.path])).stdout).toBe(run.stdout);
     }
@@ -160,6 +179,7 @@ describe("help, usage and the reference", () => {
     for (const command of COMMANDS) {
       expect(readme, command.path.join(" ")).toContain(`stratum-join ${command.path.join(" ")}`);
       for (const [flag, spec] of Object.entries(command.flags)) {
+        if (spec.hidden) continue; // an old spelling, accepted and not advertised
         expect(readme, `${command.path.join(" ")} --${flag}`).toContain(`--${flag}`);
         if (spec.env) expect(readme).toContain(spec.env);
       }
@@ -563,11 +583,11 @@ describe("against a reference server", () => {
   it("Ctrl-C stops a wait cleanly (exit 130), --timeout gives up (exit 9)", async () => {
     const dir = join(tmp, "machine-abort");
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 1500);
     const started = Date.now();
+    // Ctrl-C once the wait has begun (the session is saved just before it).
     const aborted = await joiner(
       ["register", "--url", url, "--identity", dir, "--release", "0.6.0", "--wait", "joined", "--json"],
-      { signal: controller.signal },
+      { signal: controller.signal, onStderr: (text) => text.includes("join session saved") && controller.abort() },
     );
     expect(aborted.code).toBe(130);
     expect(aborted.json).toEqual({ error: { code: "ABORTED", message: "interrupted", exitCode: 130 } });
@@ -807,6 +827,8 @@ describe("the real entry as a process", () => {
       { cwd: root },
     ).catch((e: { code: number; stdout: string }) => e);
     expect((failed as { code: number }).code).toBe(3);
-    expect(JSON.parse((failed as { stdout: string }).stdout).error.suggestion).toBe("4F7K-2Q9M-ABD");
+    expect(JSON.parse((failed as { stdout: string }).stdout).error).toMatchObject({ code: "JOIN_CODE_MALFORMED" });
+    // The suggested fix is the real code: not in --json.
+    expect((failed as { stdout: string }).stdout).not.toContain("4F7K-2Q9M-ABD");
   });
 });

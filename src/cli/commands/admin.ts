@@ -12,7 +12,8 @@ import { JoinProtocolError } from "../../errors/index.js";
 import type { Approval, Assignment, NodeJoin } from "../../types.js";
 import { CliError, numberFlag, stringFlag, type CommandSpec, type FlagSpec, type ParsedArgs } from "../args.js";
 import { readJsonFile, readTextFile } from "../files.js";
-import { table } from "../output.js";
+import { fingerprintLines, table } from "../output.js";
+import type { Style } from "../style.js";
 import { isJoinState, JOIN_STATES } from "../../core/join-states.js";
 
 /** The flags every admin command takes. */
@@ -48,9 +49,9 @@ async function clientOf(args: ParsedArgs, command: CommandSpec): Promise<AdminCl
   return createAdminClient({ baseUrl, token, timeoutMs: CALL_TIMEOUT_MS });
 }
 
-function joinLines(join: NodeJoin): string[] {
+function joinLines(join: NodeJoin, style: Style): string[] {
   const lines = [
-    `${join.id}  ${join.state}${join.stalled ? " (stalled)" : ""}`,
+    `${style.bold(join.id)}  ${style.state(join.state)}${join.stalled ? style.yellow(" (stalled)") : ""}`,
     `  pairing code   ${join.pairingCode}`,
   ];
   const add = (label: string, value: unknown) => {
@@ -60,7 +61,7 @@ function joinLines(join: NodeJoin): string[] {
   add("serial", join.systemSerial);
   add("release", join.release);
   add("from", join.sourceAddr);
-  add("key", join.keyFingerprint);
+  if (join.keyFingerprint) lines.push(...fingerprintLines("  key", join.keyFingerprint, 17));
   add("node id", join.nodeId);
   add("waiting for", join.waitReason);
   if (join.upgrade) add("upgrade", `${join.upgrade.from} → ${join.upgrade.to}`);
@@ -87,6 +88,13 @@ export const adminMint: CommandSpec = {
     },
     ttl: { type: "string", value: "SECONDS", description: "the code's lifetime (default 4 hours, at most 7 days)" },
   },
+  examples: [
+    {
+      comment: "a join code for the next machines; the URL is shown once",
+      command: "stratum-join admin mint --endpoint 192.0.2.240",
+    },
+    { comment: "in a script: only the URL", command: "stratum-join admin mint --json | jq -r .url" },
+  ],
   async run(ctx, args) {
     const client = await clientOf(args, adminMint);
     const endpoint = stringFlag(args, "endpoint", adminMint);
@@ -109,7 +117,7 @@ export const adminMint: CommandSpec = {
         `minted join code ${minted.joinCode.id} (selector ${minted.joinCode.selector}), expires ${minted.joinCode.expiresAt}`,
         `  endpoint  ${minted.endpoint}`,
         "",
-        "  SECRET, shown only now:",
+        `  ${ctx.out.style.yellow(ctx.out.style.bold("SECRET, shown only now:"))}`,
         `  code      ${minted.code}`,
         `  url       ${minted.url}`,
       ],
@@ -122,6 +130,12 @@ export const adminCodes: CommandSpec = {
   path: ["admin", "codes"],
   summary: "List the join codes, newest first (never the codes themselves: only ids and selectors).",
   flags: { ...API_FLAGS },
+  examples: [
+    {
+      comment: "the codes, without the codes themselves",
+      command: "stratum-join admin codes --token-file ~/.stratum-token",
+    },
+  ],
   async run(ctx, args) {
     const client = await clientOf(args, adminCodes);
     const list = await client.listJoinCodes({ signal: ctx.signal });
@@ -151,6 +165,7 @@ export const adminRevoke: CommandSpec = {
   summary: "Revoke a join code: no machine can register with it any more (registrations made with it stay).",
   positionals: [{ name: "CODE_ID", description: "the join code's id (jc-…), as admin codes lists it" }],
   flags: { ...API_FLAGS },
+  examples: [{ comment: "a code that leaked", command: "stratum-join admin revoke jc-4f7k2q9m" }],
   async run(ctx, args) {
     const client = await clientOf(args, adminRevoke);
     const code = await client.revokeJoinCode(args.positionals[0]!, { signal: ctx.signal });
@@ -167,12 +182,16 @@ export const adminJoins: CommandSpec = {
     ...API_FLAGS,
     state: { type: "string", value: "STATE", description: "list only joins in STATE" },
   },
+  examples: [
+    { comment: "the machines waiting for an approval", command: "stratum-join admin joins --state pending" },
+    { comment: "one join in full", command: "stratum-join admin joins nj-8w2k4m1p" },
+  ],
   async run(ctx, args) {
     const client = await clientOf(args, adminJoins);
     const joinId = args.positionals[0];
     if (joinId !== undefined) {
       const join = await client.getNodeJoin(joinId, { signal: ctx.signal });
-      ctx.out.result(join, joinLines(join));
+      ctx.out.result(join, joinLines(join, ctx.out.style));
       return;
     }
     const state = stringFlag(args, "state", adminJoins);
@@ -196,6 +215,16 @@ export const adminJoins: CommandSpec = {
               j.sourceAddr ?? "",
               j.waitReason ?? j.reason ?? (j.failedStep ? `failed at ${j.failedStep}` : ""),
             ]),
+            // The state in its colour, and the pairing code an operator compares in bold.
+            {
+              style: ctx.out.style,
+              paint: (cell, column, raw) =>
+                column === 1
+                  ? cell.replace(raw, ctx.out.style.state(raw.replace(/\*$/, "")) + (raw.endsWith("*") ? "*" : ""))
+                  : column === 2
+                    ? ctx.out.style.bold(cell)
+                    : cell,
+            },
           ),
     );
   },
@@ -230,6 +259,16 @@ export const adminApprove: CommandSpec = {
       description: "approve only if the join's pairing code is CODE (XXX-XXX)",
     },
   },
+  examples: [
+    {
+      comment: "approve the machine whose screen shows 4F7-K2Q, with the defaults",
+      command: "stratum-join admin approve nj-8w2k4m1p --pairing-code 4F7-K2Q",
+    },
+    {
+      comment: "with an assignment, or one copied from a member",
+      command: "stratum-join admin approve nj-8w2k4m1p --assignment node-2.json",
+    },
+  ],
   async run(ctx, args) {
     const client = await clientOf(args, adminApprove);
     const joinId = args.positionals[0]!;
@@ -261,7 +300,7 @@ export const adminApprove: CommandSpec = {
     const copyFrom = stringFlag(args, "copy-from", adminApprove);
     const approval: Approval = { ...(assignment ? { assignment } : {}), ...(copyFrom ? { copyFrom } : {}) };
     const join = await client.approveNodeJoin(joinId, approval, { signal: ctx.signal });
-    ctx.out.result(join, [`approved`, ...joinLines(join)]);
+    ctx.out.result(join, [ctx.out.style.green("approved"), ...joinLines(join, ctx.out.style)]);
   },
 };
 
@@ -274,11 +313,17 @@ export const adminReject: CommandSpec = {
     ...API_FLAGS,
     reason: { type: "string", value: "TEXT", description: "why, shown on the console and to the joiner (required)" },
   },
+  examples: [
+    {
+      comment: "a machine nobody expected",
+      command: "stratum-join admin reject nj-8w2k4m1p --reason 'unknown serial'",
+    },
+  ],
   async run(ctx, args) {
     const client = await clientOf(args, adminReject);
     const reason = stringFlag(args, "reason", adminReject, true);
     const join = await client.rejectNodeJoin(args.positionals[0]!, { reason }, { signal: ctx.signal });
-    ctx.out.result(join, [`rejected`, ...joinLines(join)]);
+    ctx.out.result(join, [ctx.out.style.green("rejected"), ...joinLines(join, ctx.out.style)]);
   },
 };
 
@@ -288,9 +333,15 @@ export const adminRetry: CommandSpec = {
   summary: "Retry a failed join: it is queued for delivery again with the assignment it had.",
   positionals: [{ name: "JOIN_ID", description: "the join (nj-…)" }],
   flags: { ...API_FLAGS },
+  examples: [
+    {
+      comment: "deliver a failed join again, once its cause is fixed",
+      command: "stratum-join admin retry nj-8w2k4m1p",
+    },
+  ],
   async run(ctx, args) {
     const client = await clientOf(args, adminRetry);
     const join = await client.retryNodeJoin(args.positionals[0]!, { signal: ctx.signal });
-    ctx.out.result(join, [`retried`, ...joinLines(join)]);
+    ctx.out.result(join, [ctx.out.style.green("retried"), ...joinLines(join, ctx.out.style)]);
   },
 };

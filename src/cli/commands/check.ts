@@ -7,6 +7,7 @@
 import { checkJoinCode } from "../../node/joiner.js";
 import { stringFlag, type CommandSpec } from "../args.js";
 import { joinTargetOf, TARGET_FLAGS } from "../joiner.js";
+import { fingerprintLines } from "../output.js";
 
 /** `check`. */
 export const check: CommandSpec = {
@@ -27,6 +28,16 @@ export const check: CommandSpec = {
     },
     "self-upgrade": { type: "boolean", description: "the machine can upgrade itself to the cluster's release" },
   },
+  examples: [
+    {
+      comment: "prove the code and ask whether this release may register",
+      command: "STRATUM_JOIN_URL=stratum-join://192.0.2.240/4F7K-2Q9M-ABD stratum-join check --release 0.6.0",
+    },
+    {
+      comment: "an older installer that can upgrade itself",
+      command: "stratum-join check --release 0.5.0 --self-upgrade",
+    },
+  ],
   async run(ctx, args) {
     const target = joinTargetOf(args, check);
     const release = stringFlag(args, "release", check, true);
@@ -37,8 +48,8 @@ export const check: CommandSpec = {
       signal: ctx.signal,
     });
     const lines = [
-      `ok: the join listener at ${result.endpoint} proved the code`,
-      `  cluster CA       ${result.caFingerprint}`,
+      `${ctx.out.style.green("ok:")} the join listener at ${result.endpoint} proved the code`,
+      ...fingerprintLines("  cluster CA", result.caFingerprint, 19),
       `  cluster release  ${result.clusterRelease}`,
       `  code expires     ${result.expiresAt}`,
     ];

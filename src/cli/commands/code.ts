@@ -21,6 +21,16 @@ export const codeCheck: CommandSpec = {
     { name: "CODE", description: "the join code XXXX-XXXX-XXX, or a join URL stratum-join://HOST/XXXX-XXXX-XXX" },
   ],
   flags: {},
+  examples: [
+    {
+      comment: "a code read out over the phone, before typing it into the installer",
+      command: "stratum-join code check 4F7K-2Q9M-ABD",
+    },
+    {
+      comment: "a join URL, with the listener it names",
+      command: "stratum-join code check stratum-join://192.0.2.240/4F7K-2Q9M-ABD",
+    },
+  ],
   async run(ctx, args) {
     const input = args.positionals[0]!;
     const isUrl = /^\s*stratum-join:\/\//i.test(input);
@@ -29,7 +39,7 @@ export const codeCheck: CommandSpec = {
     // Only the selector (10 public bits) is shown: the person has the code in front of them.
     ctx.out.result(
       { valid: true, selector: code.selector, ...(parsed ? { endpoint: parsed.endpoint } : {}) },
-      `ok: the join code is well formed (selector ${code.selector}${parsed ? `, listener ${parsed.endpoint}` : ""})`,
+      `${ctx.out.style.green("ok:")} the join code is well formed (selector ${code.selector}${parsed ? `, listener ${parsed.endpoint}` : ""})`,
     );
   },
 };

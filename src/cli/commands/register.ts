@@ -12,26 +12,141 @@ import { StratumError } from "../../errors/index.js";
 import { writeDelivery, type WrittenDelivery } from "../../node/delivery.js";
 import { JOIN_STATES, isJoinState } from "../../core/join-states.js";
 import { collectInventory } from "../../node/inventory/index.js";
-import { registerMachine } from "../../node/joiner.js";
+import { registerMachine, type RegisterResult } from "../../node/joiner.js";
 import type { DownloadedRelease } from "../../release/download.js";
 import type { Inventory, Registration } from "../../types.js";
-import { CliError, listFlag, numberFlag, stringFlag, type CommandSpec } from "../args.js";
-import { IDENTITY_FILES, openIdentityDir, readJsonFile, readTextFile, saveSession } from "../files.js";
 import {
-  downloadUpgrade,
-  SAFE_RELEASE,
-  joinTargetOf,
-  stateReporter,
-  TARGET_FLAGS,
-  trustedKeysOf,
-  waitForState,
-} from "../joiner.js";
-import { pairingBanner } from "../output.js";
+  CliError,
+  listFlag,
+  numberFlag,
+  stringFlag,
+  type CommandContext,
+  type CommandSpec,
+  type ParsedArgs,
+} from "../args.js";
+import { IDENTITY_FILES, openIdentityDir, readJsonFile, readTextFile, saveSession } from "../files.js";
+import { downloadUpgrade, SAFE_RELEASE, joinTargetOf, TARGET_FLAGS, trustedKeysOf } from "../joiner.js";
+import { fingerprintLines, pairingBanner } from "../output.js";
+import { stateReporter, waitForState } from "../watch.js";
 
 /** The registration view as printed: the delivery is summarised elsewhere, never dumped. */
 function printable(registration: Registration): Omit<Registration, "delivery"> {
   const { delivery: _delivery, ...rest } = registration;
   return rest;
+}
+
+/**
+ * The inventory to send: the file's, none, or this machine's (the default on Linux: the
+ * default approval reads the NICs and disks from it, and is refused without one).
+ */
+async function inventoryOf(
+  ctx: CommandContext,
+  choice: { file: string | undefined; none: boolean; collect: boolean },
+): Promise<Inventory | undefined> {
+  if (choice.file !== undefined) {
+    const value = await readJsonFile(choice.file, "inventory");
+    if (typeof value !== "object" || value === null || Array.isArray(value))
+      throw new CliError("FILE_ERROR", `the inventory ${choice.file} is not a JSON object`);
+    return value as Inventory;
+  }
+  if (choice.collect || (!choice.none && process.platform === "linux")) {
+    const inventory = await collectInventory({ signal: ctx.signal });
+    ctx.out.say(
+      `collected this machine's inventory: ${count(inventory.nics?.length ?? 0, "NIC")}, ${count(inventory.disks?.length ?? 0, "disk")}`,
+    );
+    return inventory;
+  }
+  if (!choice.none) {
+    ctx.out.warn(
+      `no inventory sent: collecting one needs Linux, not ${process.platform}; give --inventory FILE for the default approval`,
+    );
+  }
+  return undefined;
+}
+
+/** What a person at the machine reads after registering: where, the cluster CA, the pairing code. */
+function announce(ctx: CommandContext, result: RegisterResult): void {
+  ctx.out.say(
+    `${result.created ? "registered" : "already registered"} with the cluster at ${result.session.endpoint} as ${result.session.joinId}`,
+  );
+  for (const line of fingerprintLines("cluster CA", result.session.caFingerprint)) ctx.out.say(line);
+  ctx.out.say("");
+  for (const line of pairingBanner(result.registration.pairingCode, ctx.out.style)) ctx.out.say(`  ${line}`);
+  ctx.out.say("");
+}
+
+/** The `--json` document of `register` (README: JSON results). */
+function registerDocument(o: {
+  result: RegisterResult;
+  registration: Registration;
+  dir: string;
+  sessionFile: string;
+  created: boolean;
+  keyFingerprint: string;
+  upgrade: { from: string } | undefined;
+  upgraded: DownloadedRelease | undefined;
+  delivery: WrittenDelivery | undefined;
+}) {
+  const { result, registration, dir, upgraded, delivery } = o;
+  return {
+    joinId: result.session.joinId,
+    state: registration.state,
+    pairingCode: registration.pairingCode,
+    created: result.created,
+    endpoint: result.session.endpoint,
+    caFingerprint: result.session.caFingerprint,
+    keyFingerprint: o.keyFingerprint,
+    release: result.session.release,
+    identity: { dir, created: o.created },
+    sessionFile: o.sessionFile,
+    ...(upgraded && o.upgrade
+      ? {
+          upgrade: {
+            from: o.upgrade.from,
+            to: upgraded.release,
+            dir: join(dir, IDENTITY_FILES.release, upgraded.release),
+            files: upgraded.files.length,
+            bytesFetched: upgraded.bytesFetched,
+            signedBy: upgraded.signedBy,
+          },
+        }
+      : {}),
+    ...(delivery ? { delivery: { dir: delivery.dir, files: delivery.files } } : {}),
+    registration: printable(registration),
+  };
+}
+
+/** The flags of `register`, checked together before anything is read or sent. */
+function flagsOf(args: ParsedArgs) {
+  const command = register;
+  const usage = (message: string) => new CliError("USAGE", message, { command: "register" });
+  const target = joinTargetOf(args, command);
+  const dir = stringFlag(args, "identity", command, true);
+  const release = stringFlag(args, "release", command, true);
+  const selfUpgrade = args.values["self-upgrade"] === true;
+  const wait = stringFlag(args, "wait", command);
+  if (wait !== undefined && !isJoinState(wait)) throw usage(`--wait takes one of ${JOIN_STATES.join(", ")}`);
+  const timeoutSeconds = numberFlag(args, "timeout", command);
+  if (timeoutSeconds !== undefined && wait === undefined) throw usage("--timeout goes with --wait");
+  const threshold = numberFlag(args, "threshold", command);
+  if (selfUpgrade && listFlag(args, "trusted-key").length === 0) {
+    throw usage(
+      "--self-upgrade needs at least one --trusted-key: the release is verified against keys this machine already trusts",
+    );
+  }
+  const inventoryChoice = {
+    file: stringFlag(args, "inventory", command),
+    none: args.values["no-inventory"] === true,
+    collect: args.values["collect-inventory"] === true,
+  };
+  if ([inventoryChoice.file !== undefined, inventoryChoice.none, inventoryChoice.collect].filter(Boolean).length > 1)
+    throw usage("give one of --inventory FILE and --no-inventory (collecting this machine's is the default)");
+  return { target, dir, release, selfUpgrade, wait, timeoutSeconds, threshold, inventoryChoice };
+}
+
+/** `1 disk`, `2 disks`. */
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
 }
 
 /** `register`. */
@@ -46,6 +161,10 @@ export const register: CommandSpec = {
     "When the cluster runs a newer release and --self-upgrade is given, the release is",
     "downloaded and verified against --trusted-key into DIR/release/<version>, then the machine",
     "registers again on that release, which moves it to pending.",
+    "",
+    "On Linux the machine's inventory (NICs, disks, CPU, memory, from /sys, /proc, lsblk and",
+    "ip) is collected and sent with the registration: the default approval reads the NICs and",
+    "disks from it. --inventory FILE sends a file instead, --no-inventory none.",
     "",
     "With --wait STATE the command waits until the registration reaches STATE, printing each",
     "state as it changes; a delivery that arrives on the way is written to DIR/delivery (all",
@@ -81,11 +200,19 @@ export const register: CommandSpec = {
     inventory: {
       type: "string",
       value: "FILE",
-      description: "the machine's hardware inventory, JSON (the API's Inventory)",
+      description:
+        "send this hardware inventory, JSON (the API's Inventory), instead of the one collected from this machine",
     },
+    "no-inventory": {
+      type: "boolean",
+      description:
+        "send no inventory (the approval then needs an assignment naming the NICs; the default approval is refused)",
+    },
+    // The old spelling, from when collecting was not the default: scripts that pass it keep working.
     "collect-inventory": {
       type: "boolean",
-      description: "collect the inventory of this Linux machine from /sys, /proc, lsblk and ip",
+      hidden: true,
+      description: "collect the inventory of this Linux machine (the default)",
     },
     hostname: { type: "string", value: "NAME", description: "the host name to register (default: this machine's)" },
     serial: { type: "string", value: "SERIAL", description: "the system serial number to register" },
@@ -96,46 +223,35 @@ export const register: CommandSpec = {
     },
     timeout: { type: "string", value: "SECONDS", description: "give up waiting after this long (exit 9, TIMEOUT)" },
   },
+  examples: [
+    {
+      comment: "register with the code in the environment, and wait for the delivery",
+      command: "stratum-join register --identity /var/lib/stratum-join --release 0.6.0 --wait delivering",
+    },
+    {
+      comment: "an older installer: upgrade to the cluster's release first",
+      command:
+        "stratum-join register --identity /var/lib/stratum-join --release 0.5.0 --self-upgrade --trusted-key release.pub",
+    },
+    {
+      comment: "in a script: one JSON document, the state in it",
+      command: "stratum-join register --identity /var/lib/stratum-join --release 0.6.0 --json | jq -r .state",
+    },
+  ],
   async run(ctx, args) {
     const command = register;
-    const usage = (message: string) => new CliError("USAGE", message, { command: "register" });
-    const target = joinTargetOf(args, command);
-    const dir = stringFlag(args, "identity", command, true);
-    const release = stringFlag(args, "release", command, true);
-    const selfUpgrade = args.values["self-upgrade"] === true;
-    const wait = stringFlag(args, "wait", command);
-    if (wait !== undefined && !isJoinState(wait)) throw usage(`--wait takes one of ${JOIN_STATES.join(", ")}`);
-    const timeoutSeconds = numberFlag(args, "timeout", command);
-    if (timeoutSeconds !== undefined && wait === undefined) throw usage("--timeout goes with --wait");
-    const threshold = numberFlag(args, "threshold", command);
-    if (selfUpgrade && listFlag(args, "trusted-key").length === 0) {
-      throw usage(
-        "--self-upgrade needs at least one --trusted-key: the release is verified against keys this machine already trusts",
-      );
-    }
-    const inventoryFile = stringFlag(args, "inventory", command);
-    if (inventoryFile !== undefined && args.values["collect-inventory"] === true)
-      throw usage("give --inventory or --collect-inventory, not both");
-
+    const { target, dir, release, selfUpgrade, wait, timeoutSeconds, threshold, inventoryChoice } = flagsOf(args);
     // Everything read from disk is read before the network is touched, so a typo in a path
     // does not cost a registration.
     const trustedKeys = await trustedKeysOf(args);
     const mirrorCaFile = stringFlag(args, "mirror-ca", command);
     const mirrorCa = mirrorCaFile === undefined ? undefined : await readTextFile(mirrorCaFile, "mirror CA");
-    let inventory: Inventory | undefined;
-    if (inventoryFile !== undefined) {
-      const value = await readJsonFile(inventoryFile, "inventory");
-      if (typeof value !== "object" || value === null || Array.isArray(value))
-        throw new CliError("FILE_ERROR", `the inventory ${inventoryFile} is not a JSON object`);
-      inventory = value as Inventory;
-    } else if (args.values["collect-inventory"] === true) {
-      inventory = await collectInventory({ signal: ctx.signal });
-    }
+    const inventory = await inventoryOf(ctx, inventoryChoice);
 
     const opened = await openIdentityDir(dir, { create: true, warn: (text) => ctx.out.warn(text) });
     const { identity } = opened;
     ctx.out.say(
-      `${opened.created ? "created a new machine identity in" : "using the machine identity in"} ${dir} (key ${identity.keyFingerprint.slice(0, 23)}…)`,
+      `${opened.created ? "created the machine identity in" : "using the machine identity in"} ${dir} (key ${identity.keyFingerprint.slice(0, 11)}…)`,
     );
 
     const details = {
@@ -151,13 +267,7 @@ export const register: CommandSpec = {
     };
     let result = await registerMachine({ ...details, release });
     let sessionFile = await saveSession(dir, result.session);
-    ctx.out.say(
-      `${result.created ? "registered" : "already registered"} with the cluster at ${result.session.endpoint} as ${result.session.joinId}`,
-    );
-    ctx.out.say(`cluster CA ${result.session.caFingerprint}`);
-    ctx.out.say("");
-    for (const line of pairingBanner(result.registration.pairingCode)) ctx.out.say(`  ${line}`);
-    ctx.out.say("");
+    announce(ctx, result);
     const report = stateReporter(ctx);
     report(result.registration);
 
@@ -192,46 +302,36 @@ export const register: CommandSpec = {
         dir,
         until: wait,
         ...(timeoutSeconds !== undefined ? { timeoutMs: timeoutSeconds * 1000 } : {}),
+        // The state printed above is not printed again when the wait sees it first.
+        report,
       });
       registration = outcome.registration;
       delivery = outcome.delivery;
     } else if (registration.delivery) {
       // Registering again while delivering answers the delivery: keep it, as a wait would.
       delivery = await writeDelivery(join(dir, IDENTITY_FILES.delivery), registration.delivery);
-      ctx.out.say(`delivery for node ${registration.delivery.nodeId} written to ${delivery.dir} (files 0600)`);
+      ctx.out.say(
+        `delivery for ${registration.delivery.nodeId} written to ${join(dir, IDENTITY_FILES.delivery)} (0600)`,
+      );
     }
 
-    const document = {
-      joinId: result.session.joinId,
-      state: registration.state,
-      pairingCode: registration.pairingCode,
-      created: result.created,
-      endpoint: result.session.endpoint,
-      caFingerprint: result.session.caFingerprint,
-      keyFingerprint: identity.keyFingerprint,
-      release: result.session.release,
-      identity: { dir, created: opened.created },
+    const document = registerDocument({
+      result,
+      registration,
+      dir,
       sessionFile,
-      ...(upgraded
-        ? {
-            upgrade: {
-              from: upgrade!.from,
-              to: upgraded.release,
-              dir: join(dir, IDENTITY_FILES.release, upgraded.release),
-              files: upgraded.files.length,
-              bytesFetched: upgraded.bytesFetched,
-              signedBy: upgraded.signedBy,
-            },
-          }
-        : {}),
-      ...(delivery ? { delivery: { dir: delivery.dir, files: delivery.files } } : {}),
-      registration: printable(registration),
-    };
+      created: opened.created,
+      keyFingerprint: identity.keyFingerprint,
+      upgrade,
+      upgraded,
+      delivery,
+    });
+    const done = `${ctx.out.style.green("done:")} ${ctx.out.style.state(registration.state)}`;
     ctx.out.result(
       document,
-      wait !== undefined
-        ? `done: ${registration.state}`
-        : `done: ${registration.state}; run 'stratum-join status --identity ${dir}' to look again`,
+      wait !== undefined ? done : `${done}; run 'stratum-join status --identity ${dir}' to look again`,
+      // The delivery's file paths, keyed by role (nodeKey, …): paths, not secrets.
+      { local: ["delivery"] },
     );
   },
 };

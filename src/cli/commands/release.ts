@@ -32,6 +32,12 @@ export const releaseKeygen: CommandSpec = {
       description: "where to write the public key, SPKI PEM, mode 0644 (default: FILE.pub)",
     },
   },
+  examples: [
+    {
+      comment: "a key pair for signing releases: keep release.key offline",
+      command: "stratum-join release keygen --key release.key",
+    },
+  ],
   async run(ctx, args) {
     const keyFile = stringFlag(args, "key", releaseKeygen, true);
     const pubFile = stringFlag(args, "pub", releaseKeygen) ?? `${keyFile}.pub`;
@@ -62,6 +68,12 @@ export const releaseSign: CommandSpec = {
       description: "a release private key (PEM) to sign with; give several for a threshold (required)",
     },
   },
+  examples: [
+    {
+      comment: "sign the release directory built for 0.6.0",
+      command: "stratum-join release sign ./0.6.0 --release 0.6.0 --key release.key",
+    },
+  ],
   async run(ctx, args) {
     const dir = args.positionals[0]!;
     const release = stringFlag(args, "release", releaseSign, true);
@@ -106,6 +118,12 @@ export const releaseVerify: CommandSpec = {
     threshold: { type: "string", value: "N", description: "distinct trusted keys that must have signed (default 1)" },
     "allow-extra-files": { type: "boolean", description: "accept files the manifest does not list" },
   },
+  examples: [
+    {
+      comment: "check a release as a joiner would",
+      command: "stratum-join release verify ./0.6.0 --release 0.6.0 --trusted-key release.key.pub",
+    },
+  ],
   async run(ctx, args) {
     const dir = args.positionals[0]!;
     const release = stringFlag(args, "release", releaseVerify, true);
@@ -130,7 +148,7 @@ export const releaseVerify: CommandSpec = {
         createdAt: verified.manifest.createdAt,
       },
       [
-        `ok: release ${release} verified: ${verified.manifest.files.length} files, ${formatBytes(total)}`,
+        `${ctx.out.style.green("ok:")} release ${release} verified: ${verified.manifest.files.length} files, ${formatBytes(total)}`,
         `  signed by    ${verified.signedBy.join(", ")}`,
       ],
     );
@@ -178,6 +196,17 @@ export const releaseDownload: CommandSpec = {
     threshold: { type: "string", value: "N", description: "distinct trusted keys that must have signed (default 1)" },
     "mirror-ca": { type: "string", value: "FILE", description: "CA certificate (PEM) of a mirror with a private CA" },
   },
+  examples: [
+    {
+      comment: "the upgrade this machine's registration names",
+      command: "stratum-join release download --identity /var/lib/stratum-join --trusted-key release.pub",
+    },
+    {
+      comment: "a release from a mirror",
+      command:
+        "stratum-join release download --source https://mirror.example/0.6.0/ --release 0.6.0 --dest ./0.6.0 --trusted-key release.pub",
+    },
+  ],
   async run(ctx, args) {
     const command = releaseDownload;
     const usage = (message: string) => new CliError("USAGE", message, { command: "release download" });
@@ -229,7 +258,7 @@ export const releaseDownload: CommandSpec = {
         signedBy: downloaded.signedBy,
         source: downloaded.source,
       },
-      `done: release ${downloaded.release} in ${destDir}`,
+      `${ctx.out.style.green("done:")} release ${downloaded.release} in ${destDir}`,
     );
   },
 };

@@ -11,6 +11,7 @@ import { stringFlag, type CommandSpec } from "../args.js";
 import { IDENTITY_FILES, openIdentityDir, readSession } from "../files.js";
 import { getRegistration } from "../../node/registration.js";
 import { describeState } from "../joiner.js";
+import { fingerprintLines } from "../output.js";
 
 /** `status`. */
 export const status: CommandSpec = {
@@ -25,6 +26,13 @@ export const status: CommandSpec = {
     identity: { type: "string", value: "DIR", description: "the machine's directory, as given to register (required)" },
     "write-delivery": { type: "boolean", description: "write the delivery, if the view carries one, to DIR/delivery" },
   },
+  examples: [
+    { comment: "where the registration stands", command: "stratum-join status --identity /var/lib/stratum-join" },
+    {
+      comment: "write the delivery the view carries",
+      command: "stratum-join status --identity /var/lib/stratum-join --write-delivery",
+    },
+  ],
   async run(ctx, args) {
     const dir = stringFlag(args, "identity", status, true);
     const session = await readSession(dir);
@@ -36,10 +44,10 @@ export const status: CommandSpec = {
     }
     const { delivery, ...view } = registration;
     const lines = [
-      `${session.joinId} at ${session.endpoint}: ${describeState(registration)}`,
+      `${session.joinId} at ${session.endpoint}: ${describeState(registration, ctx.out.style)}`,
       `  pairing code  ${registration.pairingCode}`,
       `  release       ${session.release}`,
-      `  cluster CA    ${session.caFingerprint}`,
+      ...fingerprintLines("  cluster CA", session.caFingerprint, 16),
     ];
     if (delivery)
       lines.push(
@@ -60,6 +68,8 @@ export const status: CommandSpec = {
           : {}),
       },
       lines,
+      // The delivery's file paths, keyed by role (nodeKey, …): paths, not secrets.
+      { local: ["delivery"] },
     );
   },
 };

@@ -1,0 +1,280 @@
+/**
+ * The help a person reads at a terminal: wrapped to its width (80 columns when it is unknown,
+ * e.g. in a pipe), commands grouped by who runs them, examples for each command, and the exit
+ * codes, so nobody needs the README open beside the terminal.
+ * @module
+ */
+
+import { COMMON_FLAGS, type CommandSpec, type FlagSpec } from "./args.js";
+import { EXIT_CODE_TABLE } from "./exit-codes.js";
+import { stripAnsi, visibleWidth, type Style } from "./style.js";
+
+/** How help is laid out: the terminal's width and the style of the stream it goes to. */
+export interface HelpLayout {
+  /** The columns no line may pass. */
+  width: number;
+  /** Bold headings and names, when the stream is a terminal. */
+  style: Style;
+}
+
+/** The width help is wrapped to when the terminal's is unknown. */
+export const DEFAULT_WIDTH = 80;
+// Below this, wrapping makes help worse, not better: a few words a line.
+const MIN_WIDTH = 40;
+// The column descriptions start at, unless the terminal is too narrow for two columns.
+const LABEL_COLUMN = 26;
+
+/** The width to wrap to: the terminal's columns, else `COLUMNS`, else 80; never under 40. */
+export function helpWidth(columns: number | undefined, env: Readonly<Record<string, string | undefined>>): number {
+  const fromEnv = Number(env.COLUMNS);
+  const width = columns && columns > 0 ? columns : Number.isInteger(fromEnv) && fromEnv > 0 ? fromEnv : DEFAULT_WIDTH;
+  return Math.max(MIN_WIDTH, width);
+}
+
+/**
+ * `text` word-wrapped so that no line is wider than `width` columns: the first line indented
+ * by `first` spaces, the others by `rest`. Escapes (colour) take no column. A word longer
+ * than a line is broken where it must be (and loses its colour).
+ */
+export function wrap(text: string, width: number, rest = 0, first = rest): string[] {
+  const lines: string[] = [];
+  let line = " ".repeat(first);
+  let used = first;
+  let empty = true;
+  const newLine = () => {
+    lines.push(line);
+    line = " ".repeat(rest);
+    used = rest;
+    empty = true;
+  };
+  for (let word of text.split(/\s+/).filter(Boolean)) {
+    let size = visibleWidth(word);
+    if (!empty && used + 1 + size > width) newLine();
+    if (used + (empty ? 0 : 1) + size > width) {
+      let points = [...stripAnsi(word)];
+      while (used + (empty ? 0 : 1) + points.length > width) {
+        const cut = Math.max(1, width - used - (empty ? 0 : 1));
+        line += `${empty ? "" : " "}${points.slice(0, cut).join("")}`;
+        newLine();
+        points = points.slice(cut);
+      }
+      word = points.join("");
+      size = points.length;
+    }
+    line += `${empty ? "" : " "}${word}`;
+    used += (empty ? 0 : 1) + size;
+    empty = false;
+  }
+  if (!empty || lines.length === 0) lines.push(line);
+  return lines;
+}
+
+/** Paragraphs (separated by a blank line) wrapped to `width`; single newlines inside a paragraph are spaces. */
+function paragraphs(text: string, width: number, indent = 0): string[] {
+  const out: string[] = [];
+  for (const paragraph of text.split(/\n\s*\n/)) {
+    if (out.length > 0) out.push("");
+    out.push(...wrap(paragraph, width, indent));
+  }
+  return out;
+}
+
+/** Two columns: labels, then their descriptions, wrapped; a label too long for its column puts its description below. */
+function columns(
+  rows: readonly (readonly [string, string])[],
+  layout: HelpLayout,
+  paint: (label: string) => string,
+  widest = Math.max(0, ...rows.map(([label]) => label.length)),
+) {
+  const { width } = layout;
+  const column = Math.min(LABEL_COLUMN, widest + 4);
+  const twoColumns = width - column >= 30;
+  const lines: string[] = [];
+  for (const [label, description] of rows) {
+    const head = `  ${paint(label)}`;
+    if (!twoColumns) {
+      lines.push(head, ...wrap(description, width, 6));
+      continue;
+    }
+    const text = wrap(description, width, column, column);
+    if (label.length + 4 > column) lines.push(head, ...text);
+    else lines.push(`${head}${" ".repeat(column - 2 - label.length)}${text[0]!.slice(column)}`, ...text.slice(1));
+  }
+  return lines;
+}
+
+/** A shell command, broken with ` \` at spaces so that no line is wider than `width`. */
+function shellLines(command: string, width: number): string[] {
+  const words = command.split(" ");
+  const lines: string[] = [];
+  let line = "  ";
+  for (const word of words) {
+    if (line.trim() !== "" && line.length + 1 + word.length + 2 > width) {
+      lines.push(`${line} \\`);
+      line = "      ";
+    }
+    line += `${line.trim() === "" ? "" : " "}${word}`;
+  }
+  lines.push(line);
+  return lines;
+}
+
+/** One command's examples, each a comment line and the command. */
+function examples(spec: CommandSpec, layout: HelpLayout): string[] {
+  const lines: string[] = [];
+  for (const example of spec.examples ?? []) {
+    if (lines.length > 0) lines.push("");
+    for (const comment of wrap(example.comment, layout.width - 4)) lines.push(`  ${layout.style.dim(`# ${comment}`)}`);
+    lines.push(...shellLines(example.command, layout.width));
+  }
+  return lines;
+}
+
+function flagLabel(name: string, flag: FlagSpec): string {
+  return `${flag.short ? `-${flag.short}, ` : ""}--${name}${flag.type === "string" ? ` ${flag.value ?? "VALUE"}` : ""}`;
+}
+
+/** The `--help` text of a command. */
+export function commandHelp(spec: CommandSpec, layout: HelpLayout): string {
+  const { style, width } = layout;
+  const flags = Object.entries({ ...spec.flags, ...COMMON_FLAGS }).filter(([, flag]) => !flag.hidden);
+  const positionals = (spec.positionals ?? []).map((p) => (p.optional ? `[${p.name}]` : p.name)).join(" ");
+  const heading = (text: string) => style.bold(text);
+  const usage = wrap(
+    `Usage: stratum-join ${spec.path.join(" ")}${positionals ? ` ${positionals}` : ""} [flags]`,
+    width,
+    6,
+    0,
+  );
+  const lines = [
+    `${heading("Usage:")}${usage[0]!.slice("Usage:".length)}`,
+    ...usage.slice(1),
+    "",
+    ...wrap(spec.summary, width),
+  ];
+  if (spec.details) lines.push("", ...paragraphs(spec.details, width));
+  if (spec.positionals?.length) {
+    lines.push("", heading("Arguments:"));
+    lines.push(
+      ...columns(
+        spec.positionals.map((p) => [p.name, p.description] as const),
+        layout,
+        style.bold,
+      ),
+    );
+  }
+  lines.push("", heading("Flags:"));
+  lines.push(
+    ...columns(
+      flags.map(([name, flag]) => {
+        const extra = [flag.multiple ? "repeatable" : "", flag.env ? `env ${flag.env}` : ""].filter(Boolean).join("; ");
+        return [flagLabel(name, flag), `${flag.description}${extra ? ` (${extra})` : ""}`] as const;
+      }),
+      layout,
+      style.bold,
+    ),
+  );
+  if (spec.examples?.length) lines.push("", heading("Examples:"), ...examples(spec, layout));
+  lines.push("", ...wrap("Exit codes: stratum-join help exit-codes", width));
+  return `${lines.join("\n")}\n`;
+}
+
+/** Who runs which commands: the order and the headings of `stratum-join --help`. */
+export const COMMAND_GROUPS = [
+  { name: "joiner", title: "On the joining machine", words: ["code", "check", "register", "progress", "status"] },
+  { name: "release", title: "Releases: keys, signed manifests, verified downloads", words: ["release"] },
+  { name: "admin", title: "On the founder: the admin API (join codes and joins)", words: ["admin"] },
+] as const;
+
+/** The group a command is listed under. */
+export function groupOf(spec: CommandSpec): (typeof COMMAND_GROUPS)[number] {
+  return COMMAND_GROUPS.find((g) => (g.words as readonly string[]).includes(spec.path[0]!)) ?? COMMAND_GROUPS[0];
+}
+
+/** The command list; `all` sets the label column, so that every group of one help lines up. */
+function commandRows(commands: readonly CommandSpec[], layout: HelpLayout, all = commands): string[] {
+  return columns(
+    commands.map((c) => [c.path.join(" "), c.summary] as const),
+    layout,
+    layout.style.bold,
+    Math.max(...all.map((c) => c.path.join(" ").length)),
+  );
+}
+
+/** `stratum-join --help`: the commands by group, the global flags, and the exit codes. */
+export function mainHelp(commands: readonly CommandSpec[], layout: HelpLayout): string {
+  const { style, width } = layout;
+  const lines = [
+    `${style.bold("Usage:")} stratum-join <command> [flags]`,
+    "",
+    ...wrap("Join a machine to a Stratum cluster, and admit machines, from the command line.", width),
+  ];
+  for (const group of COMMAND_GROUPS) {
+    const members = commands.filter((c) => groupOf(c) === group);
+    if (members.length === 0) continue;
+    lines.push("", style.bold(`${group.title}:`), ...commandRows(members, layout, commands));
+  }
+  lines.push(
+    "",
+    style.bold("Every command takes:"),
+    ...columns(
+      [
+        ["--json", 'one JSON document on stdout: the result, or {"error":{"code",…}}'],
+        ["-h, --help", "the command's flags and examples"],
+        ["--version", "the package's version (alone)"],
+      ],
+      layout,
+      style.bold,
+    ),
+    "",
+    style.bold("Exit codes:"),
+    ...columns(
+      EXIT_CODE_TABLE.map((row) => [String(row.exit).padStart(3), row.summary] as const),
+      layout,
+      (label) => label,
+    ),
+    "",
+    ...wrap(
+      "Run 'stratum-join <command> --help' for a command's flags and examples, and 'stratum-join help exit-codes' for the error codes behind each exit code.",
+      width,
+    ),
+  );
+  return `${lines.join("\n")}\n`;
+}
+
+/** `stratum-join <group> --help`: the group's commands. */
+export function groupHelp(commands: readonly CommandSpec[], group: string, layout: HelpLayout): string {
+  const { style, width } = layout;
+  const members = commands.filter((c) => c.path[0] === group);
+  const title =
+    group === "code" ? "Offline checks of a join code" : (COMMAND_GROUPS.find((g) => g.name === group)?.title ?? group);
+  return `${[
+    `${style.bold("Usage:")} stratum-join ${group} <command> [flags]`,
+    "",
+    ...wrap(title, width),
+    "",
+    style.bold("Commands:"),
+    ...commandRows(members, layout),
+    "",
+    ...wrap(`Run 'stratum-join ${group} <command> --help' for a command's flags and examples.`, width),
+  ].join("\n")}\n`;
+}
+
+/** `stratum-join help exit-codes`: every exit code, what it means, and the error codes behind it. */
+export function exitCodesHelp(layout: HelpLayout): string {
+  const { style, width } = layout;
+  const lines = [
+    style.bold("Exit codes of stratum-join"),
+    "",
+    ...wrap(
+      "The exit code says what to do next; with --json, error.code says exactly what happened. An API refusal without a problem code exits by its status: 401/403 12, 404 14, 429/503 8, 400/409/422 13, any other 1.",
+      width,
+    ),
+  ];
+  for (const row of EXIT_CODE_TABLE) {
+    const meaning = wrap(row.meaning, width, 5);
+    lines.push("", `${style.bold(String(row.exit).padStart(3))}  ${meaning[0]!.slice(5)}`, ...meaning.slice(1));
+    if (row.codes.length > 0) lines.push(...wrap(row.codes.join(", "), width, 5).map((l) => style.dim(l)));
+  }
+  return `${lines.join("\n")}\n`;
+}
