@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { NetworkError, StratumApiError, TimeoutError, type Inventory, type NodeJoin } from "../../src/index.js";
 import {
   approvalFromDraft,
+  describeAssignment,
   draftFromJoin,
   fieldTarget,
   localPreview,
@@ -130,6 +131,14 @@ describe("machines", () => {
       explainState(join({ state: "failed", failedStepTitle: "Preparing disks", failedError: "no space" }), NOW),
     ).toMatch(/^Preparing disks failed: no space\. Approve it again/);
     expect(explainState(join({ state: "rejected", reason: "Not ours" }), NOW)).toBe("Rejected: Not ours");
+    const upgrading = join({
+      state: "needs-upgrade",
+      upgrade: { from: "0.5.0", to: "0.6.0" },
+      failedError: "disk full",
+    });
+    expect(explainState(upgrading, NOW)).toMatch(
+      /^Upgrading itself from 0\.5\.0 to 0\.6\.0; it can be approved once .*disk full/,
+    );
   });
 
   it("counts the install's steps and the time since delivery", () => {
@@ -275,6 +284,15 @@ describe("the approval", () => {
       interface: "enp87s0",
       address: "192.0.2.22",
     });
+    const draft = draftFromJoin(join());
+    const withDisk = { ...preview.assignment, disks: [{ key: "eui.1", role: "ceph-osd" as const, confirm: "eui.1" }] };
+    expect(describeAssignment(withDisk, draft.disks)).toEqual([
+      ["Name", "node-2"],
+      ["Role", "hybrid"],
+      ["Management", "enp2s0f0"],
+      ["Disks", "nvme1n1 becomes a Ceph OSD (wiped)"],
+      ["VM uplink", "enp2s0f0, bridged, VLAN 100"],
+    ]);
     expect(localPreview(join({ sourceAddr: "127.0.0.1" }), {}, undefined).notes[0]).toMatch(/first wired card/);
   });
 });

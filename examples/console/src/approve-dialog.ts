@@ -10,6 +10,7 @@ import type { Approval, Assignment, NodeJoin } from "@stratum/join";
 import {
   addressOf,
   approvalFromDraft,
+  describeAssignment,
   draftFromJoin,
   fieldTarget,
   mgmtCandidates,
@@ -23,6 +24,7 @@ import {
 } from "./assignment.js";
 import { groupedCode, h, openModal } from "./dom.js";
 import { FeedbackSpot } from "./feedback.js";
+import { labelledField, markField, type Control } from "./fields.js";
 import { formatBytes, shortFingerprint } from "./format.js";
 import { describeFailure, type FailureReport } from "./messages.js";
 
@@ -52,8 +54,6 @@ const DISK_CHOICES: [DiskChoice, string][] = [
   ["ceph-osd", "Ceph OSD"],
 ];
 
-type Control = HTMLInputElement | HTMLSelectElement;
-
 /** The approve dialog; one per page, filled anew for each machine. */
 export class ApproveDialog {
   readonly element = h("dialog", {
@@ -78,7 +78,7 @@ export class ApproveDialog {
     { class: "offline-note", hidden: "" },
     "The server is not answering: approving is paused until it does.",
   );
-  private controls = new Map<string, { control: Control; error: HTMLElement }>();
+  private controls = new Map<string, Control>();
   private resolve: ((approved: NodeJoin | undefined) => void) | undefined;
 
   constructor(private readonly deps: ApproveDialogDeps) {
@@ -129,7 +129,7 @@ export class ApproveDialog {
     this.refreshSubmit();
     void this.refreshPreview();
     const done = new Promise<NodeJoin | undefined>((resolve) => (this.resolve = resolve));
-    openModal(this.element, this.controls.get("name")!.control, restore);
+    openModal(this.element, this.controls.get("name")!, restore);
     return done;
   }
 
@@ -144,8 +144,8 @@ export class ApproveDialog {
     const who = this.element.querySelector<HTMLElement>('[data-testid="approve-who"]')!;
     const facts = [
       join.id,
-      join.systemSerial && `serial ${join.systemSerial}`,
-      shortFingerprint(join.keyFingerprint) && `key ${shortFingerprint(join.keyFingerprint)}…`,
+      join.systemSerial && `serial\u00a0${join.systemSerial}`,
+      shortFingerprint(join.keyFingerprint) && `key\u00a0${shortFingerprint(join.keyFingerprint)}…`,
     ];
     who.replaceChildren(
       h("p", {}, "Approve only if the machine's own screen shows this pairing code:"),
@@ -242,7 +242,7 @@ export class ApproveDialog {
   /** Reads the controls back into the draft. */
   private readDraft(): ApprovalDraft {
     const draft = this.draft!;
-    const value = (key: string): string => this.controls.get(key)?.control.value ?? "";
+    const value = (key: string): string => this.controls.get(key)?.value ?? "";
     draft.name = value("name");
     draft.role = value("role") as NodeRole;
     draft.mgmtInterface = value("mgmtInterface");
@@ -274,40 +274,8 @@ export class ApproveDialog {
     }
   }
 
-  private renderPreview(a: Assignment): void {
-    const draft = this.draft!;
-    const nameOf = (key: string): string => draft.disks.find((d) => d.key === key)?.name ?? key;
-    const mgmt = a.mgmt ?? {};
-    const rows: [string, string][] = [
-      ["Name", a.name ?? "(the hostname)"],
-      ["Role", a.role ?? "hybrid"],
-      [
-        "Management",
-        [mgmt.interface ?? "not chosen", mgmt.address, mgmt.gateway && `gateway ${mgmt.gateway}`]
-          .filter(Boolean)
-          .join(", "),
-      ],
-      [
-        "Disks",
-        a.disks?.length
-          ? a.disks
-              .map(
-                (d) =>
-                  `${nameOf(d.key)} becomes ${d.role === "ceph-osd" ? "a Ceph OSD" : d.role === "compute" ? "compute storage" : "unused"}${d.confirm ? " (wiped)" : ""}`,
-              )
-              .join("; ")
-          : "all left as they are",
-      ],
-    ];
-    if (a.provider?.upstreamInterface || a.provider?.topology) {
-      const p = a.provider;
-      rows.push([
-        "VM uplink",
-        [p.upstreamInterface ?? "the founder's choice", p.topology, p.vlan !== undefined && `VLAN ${p.vlan}`]
-          .filter(Boolean)
-          .join(", "),
-      ]);
-    }
+  private renderPreview(assignment: Assignment): void {
+    const rows = describeAssignment(assignment, this.draft!.disks);
     this.preview.replaceChildren(...rows.flatMap(([term, value]) => [h("dt", {}, term), h("dd", {}, value)]));
   }
 
@@ -338,24 +306,16 @@ export class ApproveDialog {
 
   /** Marks each field error on its control; the rest, with the summary, at the top. Focuses the first marked field. */
   private showFailure(report: FailureReport, sentDisks: readonly string[] = sentDiskNames(this.draft!)): void {
-    for (const { control, error } of this.controls.values()) {
-      control.removeAttribute("aria-invalid");
-      error.textContent = "";
-      error.hidden = true;
-    }
+    for (const control of this.controls.values()) markField(control, undefined);
     const marked = new Set<string>();
     let first: Control | undefined;
     for (const problem of report.fields) {
       const key = controlKey(fieldTarget(problem.field, sentDisks));
-      const slot = key && this.controls.get(key);
-      if (!slot || slot.control.closest("[hidden]")) continue;
-      slot.control.setAttribute("aria-invalid", "true");
-      slot.error.textContent = slot.error.textContent
-        ? `${slot.error.textContent} ${problem.message}`
-        : problem.message;
-      slot.error.hidden = false;
+      const control = key && this.controls.get(key);
+      if (!control || control.closest("[hidden]")) continue;
+      markField(control, problem.message, true);
       marked.add(problem.field);
-      first ??= slot.control;
+      first ??= control;
     }
     this.general.failure(report, marked);
     (first ?? this.title).focus();
@@ -389,27 +349,14 @@ export class ApproveDialog {
     return this.field(key, label, control, hint);
   }
 
-  private field(key: string, label: string, control: Control, hint?: string) {
-    const id = control.id;
-    const error = h("p", { class: "field-error", id: `${id}-error`, hidden: "", "data-testid": "field-error" });
-    const described = [`${id}-error`];
-    const row = h("div", { class: "field" }, h("label", { for: id }, label), control);
-    if (hint) {
-      row.append(h("p", { class: "hint", id: `${id}-hint` }, hint));
-      described.push(`${id}-hint`);
-    }
-    row.append(error);
-    control.setAttribute("aria-describedby", described.join(" "));
-    // An edited field is no longer what the founder refused: its mark goes with the edit.
-    const unmark = (): void => {
-      control.removeAttribute("aria-invalid");
-      error.hidden = true;
-      error.textContent = "";
-    };
-    control.addEventListener("input", unmark);
-    control.addEventListener("change", unmark);
-    this.controls.set(key, { control, error });
-    return { row, control, error };
+  private field<C extends Control>(
+    key: string,
+    label: string,
+    control: C,
+    hint?: string,
+  ): { row: HTMLDivElement; control: C } {
+    this.controls.set(key, control);
+    return { row: labelledField(control, label, hint), control };
   }
 }
 

@@ -245,6 +245,35 @@ function isLoopback(host: string): boolean {
   return /^127\./.test(host) || host === "::1" || host === "localhost";
 }
 
+/**
+ * The assignment in a few lines a person checks before approving: name, role, management
+ * link, what each disk becomes (by its kernel name, from `disks`), the VM uplink.
+ */
+export function describeAssignment(a: Assignment, disks: readonly DiskDraft[]): [string, string][] {
+  const nameOf = (key: string): string => disks.find((d) => d.key === key)?.name ?? key;
+  const becomes = { "ceph-osd": "a Ceph OSD", compute: "compute storage", unused: "unused" } as const;
+  const mgmt = a.mgmt ?? {};
+  const list = (...parts: unknown[]): string => parts.filter(Boolean).join(", ");
+  const rows: [string, string][] = [
+    ["Name", a.name ?? "(the hostname)"],
+    ["Role", a.role ?? "hybrid"],
+    ["Management", list(mgmt.interface ?? "not chosen", mgmt.address, mgmt.gateway && `gateway ${mgmt.gateway}`)],
+    [
+      "Disks",
+      a.disks?.length
+        ? a.disks.map((d) => `${nameOf(d.key)} becomes ${becomes[d.role]}${d.confirm ? " (wiped)" : ""}`).join("; ")
+        : "all left as they are",
+    ],
+  ];
+  const p = a.provider;
+  if (p?.upstreamInterface || p?.topology)
+    rows.push([
+      "VM uplink",
+      list(p.upstreamInterface ?? "the founder's choice", p.topology, p.vlan !== undefined && `VLAN ${p.vlan}`),
+    ]);
+  return rows;
+}
+
 /** Where a field error belongs in the dialog. */
 export type FieldTarget =
   | { kind: "name" | "role" | "mgmtInterface" | "mgmtAddress" | "mgmtGateway" }

@@ -11,10 +11,11 @@ import QRCode from "qrcode";
 import { confirmAction } from "./confirm-dialog.js";
 import { breakableCommand, breakableUrl, byTestId, copyButton, groupedCode, h } from "./dom.js";
 import { FeedbackSpot } from "./feedback.js";
+import { clearMarkOnEdit, markField } from "./fields.js";
 import { describeFailure } from "./messages.js";
 import { formatCountdown, formatLocalTime, isPast } from "./time.js";
 
-/** Where the joiner keeps its identity and session on a machine: the CLI's documented place. */
+/** Where the joiner keeps its identity and session on a machine, as the CLI reference names it. */
 const IDENTITY_DIR = "/var/lib/stratum-join";
 /** The cluster release last typed, so the command is ready on the next visit too. */
 const RELEASE_KEY = "stratum-console.release";
@@ -82,8 +83,7 @@ export class JoinCodes {
       event.preventDefault();
       void this.mint();
     });
-    for (const input of [this.ui.ttl, this.ui.endpoint])
-      input.addEventListener("input", () => markField(input, undefined));
+    for (const input of [this.ui.ttl, this.ui.endpoint]) clearMarkOnEdit(input);
   }
 
   /** Starts working for a signed-in session. */
@@ -259,7 +259,11 @@ export class JoinCodes {
       restore: () => (button.isConnected ? button : this.ui.codesTitle),
     });
     if (!revoked || this.session !== session) return;
-    if (this.minted?.joinCode.id === code.id) this.clearMinted();
+    if (this.minted?.joinCode.id === code.id) {
+      this.clearMinted();
+      // "Minted join code …" is about a code that no longer works.
+      if (this.feedback.tone === "success") this.feedback.clear();
+    }
     this.codes = this.codes.filter((c) => c.id !== code.id);
     this.renderList(Date.now());
     this.listFeedback.success(`Revoked join code ${label}. Machines that registered with it are kept.`);
@@ -276,15 +280,4 @@ function expiry(iso: string | undefined, now: number): string {
 /** "30 Nov 2026, 21:29 CET (in 3 h 12 min)". */
 function fullExpiry(iso: string | undefined, now: number): string {
   return `${formatLocalTime(iso) ?? ""} (${expiry(iso, now)})`;
-}
-
-/** Marks an input as refused by the API with `message` next to it, or clears the mark. */
-function markField(input: HTMLInputElement, message: string | undefined): void {
-  const error = document.getElementById(`${input.id}-error`);
-  if (message === undefined) input.removeAttribute("aria-invalid");
-  else input.setAttribute("aria-invalid", "true");
-  if (error) {
-    error.textContent = message ?? "";
-    error.hidden = message === undefined;
-  }
 }

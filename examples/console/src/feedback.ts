@@ -19,8 +19,10 @@ export function clearNetworkFeedback(): void {
 
 /** One place for one message, inside `container`. */
 export class FeedbackSpot {
-  /** What the message shown is about (`undefined` when none is shown, or for a success). */
+  /** What the failure shown is about (`undefined` when none is shown, or for a success). */
   kind: FailureKind | undefined;
+  /** Whether a failure or a success is shown, if anything. */
+  tone: "error" | "success" | undefined;
   readonly element: HTMLDivElement;
 
   /**
@@ -65,6 +67,7 @@ export class FeedbackSpot {
   clear(): void {
     this.element.replaceChildren();
     this.kind = undefined;
+    this.tone = undefined;
   }
 
   /** Stops tracking the spot (its card or form is gone). */
@@ -92,5 +95,6 @@ export class FeedbackSpot {
     );
     this.element.replaceChildren(message);
     this.kind = undefined;
+    this.tone = tone;
   }
 }

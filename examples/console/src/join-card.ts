@@ -23,6 +23,9 @@ import {
 import { describeFailure } from "./messages.js";
 import { formatAgo, formatDuration, formatLocalTime } from "./time.js";
 
+/** States that end what an approval started: a success message about it is then stale. */
+const OUTCOMES = new Set(["joined", "failed", "rejected", "expired"]);
+
 /** What a card asks of the page. */
 export interface CardActions {
   /** Opens the approve dialog for the card's machine. */
@@ -138,6 +141,9 @@ export class JoinCard {
 
   /** Shows a newer view of the join. */
   update(join: NodeJoin, now: number): void {
+    // "Approved …; the card follows its install" is over once the install has an outcome.
+    if (join.state !== this.joinView.state && OUTCOMES.has(join.state) && this.feedback.tone === "success")
+      this.feedback.clear();
     this.joinView = join;
     this.title.textContent = join.hostname || "unnamed machine";
     this.element.dataset.state = join.state;
@@ -150,8 +156,8 @@ export class JoinCard {
     this.who.replaceChildren(
       ...[
         join.id,
-        key && `key ${key}…`,
-        join.systemSerial && `serial ${join.systemSerial}`,
+        key && `key\u00a0${key}…`,
+        join.systemSerial && `serial\u00a0${join.systemSerial}`,
         ...macs.map((mac, i) => (i ? mac : `MAC ${mac}`)),
       ]
         .filter((part): part is string => Boolean(part))

@@ -25,6 +25,7 @@ import { ApproveDialog } from "./approve-dialog.js";
 import { CODES_REFRESH_MS, JoinCodes } from "./codes.js";
 import { announce, byTestId, h } from "./dom.js";
 import { clearNetworkFeedback, FeedbackSpot } from "./feedback.js";
+import { clearMarkOnEdit, markField } from "./fields.js";
 import { machineName } from "./format.js";
 import { JoinList } from "./join-list.js";
 import { describeFailure } from "./messages.js";
@@ -121,7 +122,7 @@ window.setInterval(() => {
 // ------------------------------------------------------------------ signing in and out
 
 ui.apiUrl.value = localStorage.getItem(API_URL_KEY) ?? ui.apiUrl.value;
-for (const input of [ui.apiUrl, ui.token]) input.addEventListener("input", () => markField(input, undefined));
+for (const input of [ui.apiUrl, ui.token]) clearMarkOnEdit(input);
 
 ui.signInForm.addEventListener("submit", (event) => {
   event.preventDefault();
@@ -189,15 +190,6 @@ function signOut(): void {
   ui.console.hidden = true;
   ui.session.hidden = true;
   ui.signInForm.hidden = false;
-}
-
-/** Marks a sign-in field with what is wrong with it, next to it, or clears the mark. */
-function markField(input: HTMLInputElement, message: string | undefined): void {
-  const error = document.getElementById(`${input.id}-error`)!;
-  if (message === undefined) input.removeAttribute("aria-invalid");
-  else input.setAttribute("aria-invalid", "true");
-  error.textContent = message ?? "";
-  error.hidden = message === undefined;
 }
 
 // ------------------------------------------------------------------ the server's reachability

@@ -46,7 +46,7 @@ export function formatCountdown(iso: string | undefined, now: number): string | 
   const ms = at - now;
   if (ms <= 0) return `${formatDuration(-ms)} ago`;
   // Under a minute the seconds matter; above, a whole minute rounded up never says "in 0 min".
-  return `in ${formatDuration(ms < MINUTE ? ms : Math.ceil(ms / MINUTE) * MINUTE)}`;
+  return `in\u00a0${formatDuration(ms < MINUTE ? ms : Math.ceil(ms / MINUTE) * MINUTE)}`;
 }
 
 /** True once `iso` has passed. */
