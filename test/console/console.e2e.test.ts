@@ -125,7 +125,7 @@ describe.runIf(runnable)("the console example in Chromium: approving machines", 
       expect(who).toContain(machine.session.joinId);
       expect(who).toMatch(/key\s[0-9A-F]{2}(:[0-9A-F]{2}){3}…/);
       expect(await row.getByTestId("join-times").textContent()).toMatch(/^Registered (just now|\d+\ss ago)/);
-      expect(await row.getByTestId("join-explain").textContent()).toMatch(/Expires in\s\d+\s(d|h)/);
+      expect(await row.getByTestId("join-explain").textContent()).toMatch(/Unless approved, it expires in\s\d+\s(d|h)/);
     }
     const twinA = (await w.card("vm-a").getByTestId("join-who").textContent())!;
     const twinB = (await w.card("vm-b").getByTestId("join-who").textContent())!;

@@ -120,7 +120,9 @@ describe("machines", () => {
   });
 
   it("says where a join stands in words", () => {
-    expect(plain(explainState(join({ expiresAt: later(3_600_000) }), NOW))).toMatch(/pairing code.*Expires in 1 h \(/);
+    expect(plain(explainState(join({ expiresAt: later(3_600_000) }), NOW))).toMatch(
+      /pairing code.*Unless approved, it expires in 1 h \(/,
+    );
     expect(explainState(join({ state: "approved", waitReason: "queued: delivery starts shortly" }), NOW)).toBe(
       "Approved; queued: delivery starts shortly.",
     );

@@ -123,6 +123,8 @@ export class ApproveDialog {
     this.draft = draftFromJoin(join);
     this.controller = new AbortController();
     this.general.clear();
+    this.preview.replaceChildren();
+    this.notes.replaceChildren();
     this.title.textContent = `Approve ${join.hostname || join.id}?`;
     this.renderWho(join);
     this.renderFields(join, this.draft);

@@ -111,10 +111,11 @@ export class JoinCodes {
 
   /** Pauses or resumes minting and revoking with the server's reachability. */
   setOnline(online: boolean): void {
+    const back = online && !this.online;
     this.online = online;
     this.ui.mint.disabled = !online;
     for (const button of this.ui.list.querySelectorAll("button")) button.disabled = !online;
-    if (online) void this.refresh();
+    if (back) void this.refresh();
   }
 
   /** Re-renders the countdowns. */

@@ -206,7 +206,7 @@ export function explainState(join: NodeJoin, now: number): string {
     }
     case "pending": {
       const expires = formatCountdown(join.expiresAt, now);
-      return `Check that its screen shows this pairing code, then approve or reject it.${expires ? ` Expires ${expires} (${formatLocalTime(join.expiresAt)}).` : ""}`;
+      return `Check that its screen shows this pairing code, then approve or reject it.${expires ? ` Unless approved, it expires ${expires} (${formatLocalTime(join.expiresAt)}).` : ""}`;
     }
     case "approved":
       // The API's waitReason is a sentence of its own ("queued: delivery starts shortly").

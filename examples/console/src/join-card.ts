@@ -23,6 +23,11 @@ import {
 import { describeFailure } from "./messages.js";
 import { formatAgo, formatDuration, formatLocalTime } from "./time.js";
 
+/** Sets an element's text only when it differs: no needless change under a screen reader's cursor. */
+function setText(element: HTMLElement, text: string): void {
+  if (element.textContent !== text) element.textContent = text;
+}
+
 /** States that end what an approval started: a success message about it is then stale. */
 const OUTCOMES = new Set(["joined", "failed", "rejected", "expired"]);
 
@@ -199,10 +204,10 @@ export class JoinCard {
     const seen = formatAgo(join.lastSeenAt, now);
     if (seen && join.state !== "joined" && join.state !== "rejected" && join.state !== "expired")
       parts.push(`last heard from ${seen}`);
-    this.times.textContent = `${parts.join(", ")}.`;
+    setText(this.times, `${parts.join(", ")}.`);
     this.times.title = formatLocalTime(join.createdAt) ?? "";
     const stalled = join.stalled ? " It has been silent for a while: check its console." : "";
-    this.explain.textContent = explainState(join, now) + stalled;
+    setText(this.explain, explainState(join, now) + stalled);
     this.renderSteps(join, now);
   }
 
@@ -236,24 +241,37 @@ export class JoinCard {
     this.steps.hidden = !show || !progress || join.state === "joined";
     if (this.steps.hidden) return;
     this.steps.setAttribute("aria-label", `Install steps, ${progress!.headline}`);
-    this.steps.replaceChildren(
-      ...join.steps.map((step) => {
-        const started = step.at ? Date.parse(step.at) : NaN;
-        const running =
-          step.status === "running" && !Number.isNaN(started) ? `, for ${formatDuration(now - started)}` : "";
-        const word = {
-          done: "done",
-          running: `running${running}`,
-          failed: `failed${step.message ? `: ${step.message}` : ""}`,
-        }[step.status];
-        return h(
-          "li",
-          { class: `step step-${step.status}` },
-          h("span", { class: "step-title" }, step.title || step.name),
-          h("span", { class: "step-status" }, ` ${word}`),
-        );
-      }),
-    );
+    const rows = join.steps.map((step) => {
+      const started = step.at ? Date.parse(step.at) : NaN;
+      const running =
+        step.status === "running" && !Number.isNaN(started) ? `, for ${formatDuration(now - started)}` : "";
+      const word = {
+        done: "done",
+        running: `running${running}`,
+        failed: `failed${step.message ? `: ${step.message}` : ""}`,
+      }[step.status];
+      return { status: step.status, title: step.title || step.name, word: ` ${word}` };
+    });
+    // Rebuilt only when the steps change; the clock only moves the running step's time.
+    const items = [...this.steps.children];
+    const same = items.length === rows.length && rows.every((r, i) => items[i]!.classList.contains(`step-${r.status}`));
+    if (!same) {
+      this.steps.replaceChildren(
+        ...rows.map((r) =>
+          h(
+            "li",
+            { class: `step step-${r.status}` },
+            h("span", { class: "step-title" }, r.title),
+            h("span", { class: "step-status" }),
+          ),
+        ),
+      );
+    }
+    rows.forEach((r, i) => {
+      const [title, status] = this.steps.children[i]!.children as unknown as [HTMLElement, HTMLElement];
+      setText(title, r.title);
+      setText(status, r.word);
+    });
   }
 
   private async submitReject(): Promise<void> {
