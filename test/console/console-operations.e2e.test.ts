@@ -48,13 +48,13 @@ describe.runIf(runnable)("the console example in Chromium: codes, outages and th
     await shortLived.getByTestId("revoke").click();
     const confirmDialog = page.getByTestId("confirm-dialog");
     await confirmDialog.waitFor({ state: "visible" });
-    expect(await w.focused()).toBe("confirm-cancel");
+    await expect.poll(() => w.focused(), POLL).toBe("confirm-cancel");
     expect(await confirmDialog.textContent()).toContain("already registered with it are kept");
     await confirmDialog.getByTestId("confirm-ok").click();
     await confirmDialog.waitFor({ state: "detached" });
     await expect.poll(() => rows.count(), POLL).toBe(1);
     expect(await page.getByTestId("codes-feedback").textContent()).toContain(`Revoked join code`);
-    expect(await page.evaluate(() => document.activeElement?.id)).toBe("codes-title");
+    await expect.poll(() => page.evaluate(() => document.activeElement?.id), POLL).toBe("codes-title");
     // A revoked code is no use to anyone: it is no longer shown for copying.
     expect(await page.getByTestId("minted").isHidden()).toBe(true);
     expect(await page.getByTestId("mint-feedback").textContent()).toBe("");
@@ -99,7 +99,7 @@ describe.runIf(runnable)("the console example in Chromium: codes, outages and th
     await vmB.getByTestId("reject-confirm").click();
     await expect.poll(() => w.stateOf("vm-b"), POLL).toBe("rejected");
     expect(await vmB.getByTestId("join-explain").textContent()).toBe("Rejected: Not a machine we ordered");
-    expect(await w.focused()).toBe("join-hostname");
+    await expect.poll(() => w.focused(), POLL).toBe("join-hostname");
     const vmBMachine = w.machines.get("vm-b")!;
     await expect(
       waitForRegistration(vmBMachine.session, vmBMachine.identity, {
@@ -123,27 +123,27 @@ describe.runIf(runnable)("the console example in Chromium: codes, outages and th
     await page.keyboard.press("Enter");
     const dialog = page.getByTestId("approve-dialog");
     await dialog.waitFor({ state: "visible" });
-    expect(await w.focused()).toBe("approve-name");
+    await expect.poll(() => w.focused(), POLL).toBe("approve-name");
     // Shift+Tab from the first field wraps to the last control, inside the dialog.
     await page.keyboard.press("Shift+Tab");
-    expect(await w.focused()).toBe("approve-cancel");
+    await expect.poll(() => w.focused(), POLL).toBe("approve-cancel");
     await page.keyboard.press("Tab");
-    expect(await w.focused()).toBe("approve-name");
+    await expect.poll(() => w.focused(), POLL).toBe("approve-name");
     // Escape closes it and gives the focus back to the Approve button.
     await page.keyboard.press("Escape");
     await dialog.waitFor({ state: "hidden" });
-    expect(await isFocused(approve)).toBe(true);
+    await expect.poll(() => isFocused(approve), POLL).toBe(true);
 
     await page.keyboard.press("Enter");
     await dialog.waitFor({ state: "visible" });
     await expect.poll(() => dialog.getByTestId("approve-preview").textContent(), POLL).toContain("ens3, 10.0.2.15");
     for (let i = 0; i < 20 && (await w.focused()) !== "approve-confirm"; i++) await page.keyboard.press("Tab");
-    expect(await w.focused()).toBe("approve-confirm");
+    await expect.poll(() => w.focused(), POLL).toBe("approve-confirm");
     await page.keyboard.press("Enter");
     await dialog.waitFor({ state: "hidden" });
     await expect.poll(() => w.stateOf("vm-a"), POLL).toBe("approved");
-    expect(await w.focused()).toBe("join-hostname");
-    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("vm");
+    await expect.poll(() => w.focused(), POLL).toBe("join-hostname");
+    await expect.poll(() => page.evaluate(() => document.activeElement?.textContent), POLL).toBe("vm");
     // One join runs at a time: it waits, and says for what (once, not "Queued: queued").
     const waiting = (await w.card("vm-a").getByTestId("join-explain").textContent())!;
     expect(waiting).toMatch(/^Approved; \S/);
@@ -154,7 +154,7 @@ describe.runIf(runnable)("the console example in Chromium: codes, outages and th
     w.step();
     await page.getByTestId("sign-out").click();
     await page.getByTestId("sign-in-form").waitFor({ state: "visible" });
-    expect(await w.focused()).toBe("token");
+    await expect.poll(() => w.focused(), POLL).toBe("token");
     const text = (await page.locator("body").textContent())!;
     expect(text).not.toContain(code);
     expect(await page.getByTestId("joins").locator("li").count()).toBe(0);

@@ -38,14 +38,14 @@ describe.runIf(runnable)("the console example in Chromium: approving machines", 
     await page.getByTestId("sign-in").click();
     await expect.poll(() => page.locator("#token-error").textContent(), POLL).toMatch(/API token was not accepted/);
     expect(await page.getByTestId("token").getAttribute("aria-invalid")).toBe("true");
-    expect(await w.focused()).toBe("token");
+    await expect.poll(() => w.focused(), POLL).toBe("token");
 
     await page.getByLabel("API token").fill(w.server.adminToken);
     expect(await page.getByTestId("token").getAttribute("aria-invalid")).toBeNull(); // edited: no longer marked
     await page.getByTestId("sign-in").click();
     await page.getByTestId("console").waitFor({ state: "visible" });
     expect(await page.getByTestId("signed-in-as").textContent()).toBe(`Signed in to ${w.server.adminUrl}`);
-    expect(await page.evaluate(() => document.activeElement?.id)).toBe("mint-title");
+    await expect.poll(() => page.evaluate(() => document.activeElement?.id), POLL).toBe("mint-title");
   });
 
   it("mints: a refused endpoint is marked at its field; the code comes with copy buttons, a command and a countdown", async () => {
@@ -54,7 +54,7 @@ describe.runIf(runnable)("the console example in Chromium: approving machines", 
     await page.getByTestId("mint").click();
     await expect.poll(() => page.locator("#endpoint-error").textContent(), POLL).not.toBe("");
     expect(await page.getByTestId("endpoint").getAttribute("aria-invalid")).toBe("true");
-    expect(await w.focused()).toBe("endpoint");
+    await expect.poll(() => w.focused(), POLL).toBe("endpoint");
     const refusal = (await page.getByTestId("mint-feedback").textContent())!;
     expect(refusal).toContain("Could not mint a join code: some values are not valid");
     expect(refusal).not.toMatch(/\/v1\/|\{codeId\}/);
@@ -76,10 +76,11 @@ describe.runIf(runnable)("the console example in Chromium: approving machines", 
     const command = (await page.getByTestId("join-command").textContent())!;
     expect(command).toBe(`stratum-join register --url '${url}' --identity /var/lib/stratum-join --release '0.6.0'`);
     await page.getByTestId("copy-command").click();
+    // The copy is asynchronous (the Clipboard API): wait for the button to say it is done.
+    await expect.poll(() => page.getByTestId("copy-command").textContent(), POLL).toBe("Copied");
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(command);
-    expect(await page.getByTestId("copy-command").textContent()).toBe("Copied");
     await page.getByTestId("copy-code").click();
-    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(code);
+    await expect.poll(() => page.evaluate(() => navigator.clipboard.readText()), POLL).toBe(code);
     // Local time with its zone, and a countdown.
     expect(await page.getByTestId("join-expires").textContent()).toMatch(
       /\d.*[A-Z+][A-Z0-9:+-]* \(in\s(4\sh|3\sh 59\smin)\)$/,
@@ -167,7 +168,7 @@ describe.runIf(runnable)("the console example in Chromium: approving machines", 
     await w.card("node-2").getByTestId("approve").click();
     const dialog = page.getByTestId("approve-dialog");
     await dialog.waitFor({ state: "visible" });
-    expect(await w.focused()).toBe("approve-name");
+    await expect.poll(() => w.focused(), POLL).toBe("approve-name");
     await expect
       .poll(() => dialog.getByTestId("approve-preview").textContent(), POLL)
       .toContain("Managementenp87s0, 192.0.2.22");
@@ -188,7 +189,7 @@ describe.runIf(runnable)("the console example in Chromium: approving machines", 
     await dialog.waitFor({ state: "hidden" });
     await expect.poll(() => w.stateOf("node-2"), POLL).toMatch(/approved|delivering/);
     // Focus on the card's heading (its Approve button is gone); the message names it unambiguously.
-    expect(await page.evaluate(() => document.activeElement?.getAttribute("data-testid"))).toBe("join-hostname");
+    await expect.poll(() => w.focused(), POLL).toBe("join-hostname");
     const success = (await w.card("node-2").getByTestId("card-feedback").textContent())!;
     expect(success).toContain(`Approved node-2 (${node2.session.joinId}, pairing code ${node2.session.pairingCode})`);
     expect(success).toMatch(/it becomes node n-/);
@@ -269,7 +270,7 @@ describe.runIf(runnable)("the console example in Chromium: approving machines", 
     expect(await confirm.getAttribute("aria-invalid")).toBe("true");
     expect(await page.locator("#approve-disk-nvme1n1-confirm-error").textContent()).toContain("holds data");
     expect(await dialog.isVisible()).toBe(true);
-    expect(await w.focused()).toBe("approve-mgmtAddress");
+    await expect.poll(() => w.focused(), POLL).toBe("approve-mgmtAddress");
     const summary = (await dialog.getByTestId("approve-feedback").textContent())!;
     expect(summary).toContain("Could not approve node-3: the cluster refused this assignment. Fix the marked fields");
     expect(summary).toContain("Reference: code JOIN_APPROVAL_REFUSED");
