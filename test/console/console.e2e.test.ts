@@ -18,7 +18,8 @@ import { checkpoint } from "./checkpoint.js";
 import { ConsoleWorld, POLL, runnable } from "./harness.js";
 import { inventory, vmInventory } from "./machines.js";
 
-describe.runIf(runnable)("the console example in Chromium: approving machines", () => {
+// Each step waits on polls, a joiner and Chromium; on a loaded machine that takes a while.
+describe.runIf(runnable)("the console example in Chromium: approving machines", { timeout: 120_000 }, () => {
   const w = new ConsoleWorld("approvals");
   let page: Page;
   let code = "";
