@@ -1,14 +1,16 @@
 /**
- * Pure text for the console: hardware summaries, sizes, errors, and which buttons a join's
- * state allows. No DOM here, so it can be read (and tested) on its own.
+ * Pure text for the console: what a machine is (hardware, network cards, identity), what its
+ * state means in words, and how far its install has come. No DOM here, so it can be read (and
+ * tested) on its own.
  * @module
  */
 
-import { StratumApiError, StratumError, type Inventory, type JoinState, type NodeJoin } from "@stratum/join";
+import type { Inventory, JoinState, Nic, NodeJoin } from "@stratum/join";
+import { formatAgo, formatCountdown, formatDuration, formatLocalTime } from "./time.js";
 
 /** Bytes in the units a disk label uses (decimal: a "2 TB" NVMe shows as 2.0 TB, not 1.8 TiB). */
-export function formatBytes(bytes: number | undefined): string {
-  if (bytes === undefined || !Number.isFinite(bytes) || bytes < 0) return "?";
+export function formatBytes(bytes: number | undefined): string | undefined {
+  if (bytes === undefined || !Number.isFinite(bytes) || bytes < 0) return undefined;
   const units = ["B", "kB", "MB", "GB", "TB", "PB"];
   let value = bytes;
   let unit = 0;
@@ -20,59 +22,135 @@ export function formatBytes(bytes: number | undefined): string {
 }
 
 /** Memory in binary units, as the kernel and every vendor sheet count it (64 GiB, not 68.7 GB). */
-export function formatMemory(bytes: number | undefined): string {
-  if (bytes === undefined || !Number.isFinite(bytes) || bytes <= 0) return "?";
+export function formatMemory(bytes: number | undefined): string | undefined {
+  if (bytes === undefined || !Number.isFinite(bytes) || bytes <= 0) return undefined;
   const gib = bytes / 2 ** 30;
   return gib >= 1 ? `${Number.isInteger(gib) ? gib : gib.toFixed(1)} GiB` : `${Math.round(bytes / 2 ** 20)} MiB`;
 }
 
-/** One line per part of the machine, for the card's hardware list. */
-export interface HardwareSummary {
-  cpu: string;
-  memory: string;
-  disks: string;
-  nics: string;
+/**
+ * Interfaces that say nothing about which machine this is or how it is cabled: loopback, and
+ * the kernel's and container runtimes' virtual devices (`ifb0` is the traffic-shaping device
+ * every VM image carries). Matched by name prefix, as `ip link` users know them.
+ */
+const VIRTUAL_NIC = /^(lo|ifb|dummy|veth|docker|virbr|vnet|tun|tap|cni|flannel|cali|kube-ipvs|sit|ip6tnl|gre|erspan)/;
+
+/** True for a network interface worth showing: a real or bonded card, not a virtual device or a MAC-less stub. */
+export function isRealNic(nic: Nic): boolean {
+  if (VIRTUAL_NIC.test(nic.name)) return false;
+  const mac = nic.permanentMac || nic.mac;
+  // A link the kernel cannot judge and no hardware address: a software device by another name.
+  if (!mac || /^(00:){5}00$/.test(mac)) return nic.link !== "unknown" && nic.operState !== "unknown";
+  return true;
 }
 
-/** The inventory in four short lines; a machine that reported none says so rather than showing blanks. */
-export function summarizeHardware(inventory: Inventory | undefined): HardwareSummary {
-  const cpu = inventory?.cpu;
-  const cpuText = cpu
-    ? [
-        cpu.model ?? "unknown CPU",
-        cpu.cores !== undefined ? `${cpu.cores} cores` : undefined,
-        cpu.threads !== undefined ? `${cpu.threads} threads` : undefined,
-      ]
-        .filter(Boolean)
-        .join(", ")
-    : "not reported";
-  const disks = inventory?.disks ?? [];
-  // A mounted disk is the system disk (spec: Disk.mountpoints); marking it tells an operator
-  // at a glance which disks an assignment could still use.
-  const diskText = disks.length
-    ? disks
-        .map(
-          (d) =>
-            `${d.name} ${formatBytes(d.sizeBytes)}${d.mountpoints?.length ? " (system)" : d.holders?.length ? " (in use)" : ""}`,
-        )
-        .join(", ")
-    : "none reported";
-  const nics = inventory?.nics ?? [];
-  const nicText = nics.length
-    ? nics
-        .map((n) => {
-          const speed = n.speedMbps
-            ? n.speedMbps >= 1000
-              ? `${n.speedMbps / 1000} Gb/s`
-              : `${n.speedMbps} Mb/s`
-            : undefined;
-          const detail = [n.link ?? n.operState, speed, n.addresses?.[0]].filter(Boolean).join(", ");
-          return detail ? `${n.name} (${detail})` : n.name;
-        })
-        .join("; ")
-    : "none reported";
-  return { cpu: cpuText, memory: formatMemory(inventory?.memoryBytes), disks: diskText, nics: nicText };
+/** "1 Gb/s", "25 Gb/s", "100 Mb/s". */
+export function formatSpeed(mbps: number | undefined): string | undefined {
+  if (!mbps || mbps < 0) return undefined;
+  return mbps >= 1000 ? `${mbps / 1000} Gb/s` : `${mbps} Mb/s`;
 }
+
+/** One network card in a line: name, MAC, link, speed and addresses. */
+export function describeNic(nic: Nic): string {
+  const mac = nic.permanentMac || nic.mac;
+  const link = nic.link === "up" ? "link up" : nic.link === "down" ? "no link" : undefined;
+  const parts = [mac, link, formatSpeed(nic.speedMbps), ...(nic.addresses ?? [])].filter(Boolean);
+  return parts.length ? `${nic.name}: ${parts.join(", ")}` : nic.name;
+}
+
+/** One row of a card's hardware list. */
+export interface HardwareRow {
+  term: string;
+  /** One line, or several (one per card or disk). */
+  value: string | string[];
+}
+
+/**
+ * The inventory as rows to show. What a machine did not report is left out (no "Memory ?"),
+ * except a machine that reported nothing at all, which says so in one row.
+ */
+export function summarizeHardware(inventory: Inventory | undefined): HardwareRow[] {
+  if (!inventory || (!inventory.cpu && !inventory.memoryBytes && !inventory.disks && !inventory.nics)) {
+    return [{ term: "Hardware", value: "not reported by the machine" }];
+  }
+  const rows: HardwareRow[] = [];
+  const cpu = inventory.cpu;
+  if (cpu) {
+    const counts = [
+      cpu.cores !== undefined ? `${cpu.cores} cores` : undefined,
+      cpu.threads !== undefined ? `${cpu.threads} threads` : undefined,
+    ].filter(Boolean);
+    rows.push({ term: "CPU", value: [cpu.model ?? "unknown model", ...counts].join(", ") });
+  }
+  const memory = formatMemory(inventory.memoryBytes);
+  if (memory) rows.push({ term: "Memory", value: memory });
+  const disks = inventory.disks ?? [];
+  if (disks.length) {
+    // A mounted disk is the system disk (spec: Disk.mountpoints); marking it tells an operator
+    // at a glance which disks an assignment could still use.
+    rows.push({
+      term: "Disks",
+      value: disks.map((d) =>
+        [
+          d.name,
+          formatBytes(d.sizeBytes),
+          d.model,
+          d.mountpoints?.length ? "system" : diskData(d) ? "holds data" : "blank",
+        ]
+          .filter(Boolean)
+          .join(", "),
+      ),
+    });
+  }
+  const nics = (inventory.nics ?? []).filter(isRealNic);
+  if (nics.length) rows.push({ term: "Network", value: nics.map(describeNic) });
+  return rows;
+}
+
+/** What already holds data on a disk, in words, or undefined for a blank disk (the founder's test). */
+export function diskData(disk: NonNullable<Inventory["disks"]>[number]): string | undefined {
+  const holders = disk.holders ?? [];
+  if (holders.length > 0) return holders.map((h) => (h.detail ? `${h.kind} (${h.detail})` : h.kind)).join(", ");
+  if ((disk.partitions ?? []).length > 0) return `${disk.partitions!.length} partition(s)`;
+  if ((disk.stack ?? []).length > 0) return "a device stacked on it";
+  return undefined;
+}
+
+/**
+ * The first four bytes of a key fingerprint ("3A:1B:2C:3D"): enough to tell two machines
+ * apart at a glance and to compare with the machine's own screen; the full one is in the
+ * card's details.
+ */
+export function shortFingerprint(fingerprint: string | undefined): string | undefined {
+  if (!fingerprint) return undefined;
+  return fingerprint.split(":").slice(0, 4).join(":");
+}
+
+/** The MACs of a machine's real cards, for telling twins apart. */
+export function macsOf(inventory: Inventory | undefined): string[] {
+  return (inventory?.nics ?? [])
+    .filter(isRealNic)
+    .map((n) => n.permanentMac || n.mac)
+    .filter((m): m is string => Boolean(m));
+}
+
+/** A machine named so that no other can be mistaken for it: "node-2 (nj-8w2k4m1p, pairing code 4F7-K2Q)". */
+export function machineName(join: NodeJoin): string {
+  return `${join.hostname || "unnamed machine"} (${join.id}, pairing code ${join.pairingCode})`;
+}
+
+/** Each state in a word or two, as an operator says it. */
+export const STATE_WORDS: Record<JoinState, string> = {
+  "needs-upgrade": "Upgrading itself",
+  pending: "Waiting for approval",
+  approved: "Approved, queued",
+  delivering: "Delivering",
+  installing: "Installing",
+  joined: "Joined",
+  failed: "Failed",
+  rejected: "Rejected",
+  expired: "Expired",
+};
 
 /** Only a `pending` join, or a `failed` one (approval queues it again), can be approved (spec: approveNodeJoin). */
 export function canApprove(state: JoinState): boolean {
@@ -84,59 +162,73 @@ export function canReject(state: JoinState): boolean {
   return state === "needs-upgrade" || state === "pending" || state === "approved";
 }
 
-/** A line under the card's title saying why a join is where it is, when the API says. */
-export function explainState(join: NodeJoin): string | undefined {
-  switch (join.state) {
-    case "approved":
-      return join.waitReason ? `Queued: ${join.waitReason}` : "Queued";
-    case "needs-upgrade":
-      return join.upgrade
-        ? `Upgrading itself from ${join.upgrade.from} to ${join.upgrade.to}`
-        : "Upgrading itself to the cluster's release";
-    case "installing":
-    case "delivering": {
-      const running = join.steps.find((s) => s.status === "running");
-      return running ? running.title : join.currentStep;
-    }
-    case "failed":
-      return `${join.failedStepTitle ?? join.failedStep ?? "A step"} failed${join.failedError ? `: ${join.failedError}` : ""}`;
-    case "rejected":
-      return join.reason ? `Rejected: ${join.reason}` : "Rejected";
-    default:
-      return join.stalled ? "Stalled: the machine has been silent for 10 minutes" : undefined;
-  }
+/** How far an install has come: the step running now, out of the steps the machine reported. */
+export interface InstallProgress {
+  /** 1-based position of the running (or last) step. */
+  current: number;
+  /** Steps the machine has reported so far (the protocol carries no planned total). */
+  total: number;
+  /** "Step 3 of 5: Joining the OpenBao raft". */
+  headline: string;
+  /** Since delivery (or the first step), for "12 min elapsed". */
+  elapsedMs: number | undefined;
 }
 
-/** What the status area shows for a failure: a headline, and the field errors under it. */
-export interface ErrorReport {
-  /** `CODE: detail`, e.g. `JOIN_APPROVAL_REFUSED: The assignment does not fit this machine.` */
-  headline: string;
-  /** `field: message` for each field the API named. */
-  fields: string[];
-  /** The request id to quote, when the API gave one. */
-  requestId: string | undefined;
+/** The install's progress from the steps the machine reported, or undefined before any. */
+export function installProgress(join: NodeJoin, now: number): InstallProgress | undefined {
+  const steps = join.steps;
+  if (!steps.length) return undefined;
+  const running = steps.findIndex((s) => s.status === "running");
+  const failed = steps.findIndex((s) => s.status === "failed");
+  const index = failed >= 0 ? failed : running >= 0 ? running : steps.length - 1;
+  const step = steps[index]!;
+  const started = Date.parse(join.deliveredAt ?? steps[0]!.at ?? "");
+  return {
+    current: index + 1,
+    total: steps.length,
+    headline: `Step ${index + 1} of ${steps.length}: ${step.title || step.name}`,
+    elapsedMs: Number.isNaN(started) ? undefined : Math.max(0, now - started),
+  };
 }
 
 /**
- * Describes any failure of an SDK call for a person. Branches on the error's class and `code`
- * (never on its message); the SDK's messages carry no token or code, so they can be shown.
+ * A sentence saying where a join stands and what happens next, in words (the API's own
+ * `waitReason` is already a sentence: it is shown as it is, not behind a second "Queued:").
  */
-export function describeError(error: unknown, apiUrl?: string): ErrorReport {
-  if (error instanceof StratumApiError) {
-    const text = error.detail ?? error.title ?? `HTTP ${error.status}`;
-    return {
-      headline: `${error.code}: ${text}`,
-      fields: error.errors.map((e) => (e.field ? `${e.field}: ${e.message}` : e.message)),
-      requestId: error.requestId,
-    };
-  }
-  if (StratumError.is(error)) {
-    // A browser hides why a request failed (refused, wrong URL, CORS); say where to look.
-    const hint =
-      error.code === "NETWORK" && apiUrl
-        ? `. Is the API at ${apiUrl} running, and does it allow this page's origin (CORS)?`
+export function explainState(join: NodeJoin, now: number): string {
+  switch (join.state) {
+    case "needs-upgrade": {
+      const target = join.upgrade ? `from ${join.upgrade.from} to ${join.upgrade.to}` : "to the cluster's release";
+      const failure = join.failedError
+        ? ` Its last try failed (${join.failedStepTitle ?? "upgrade"}): ${join.failedError}; it retries by itself.`
         : "";
-    return { headline: `${error.code}: ${error.message}${hint}`, fields: [], requestId: undefined };
+      return `Upgrading itself ${target}; it can be approved once it registers again on the new release.${failure}`;
+    }
+    case "pending": {
+      const expires = formatCountdown(join.expiresAt, now);
+      return `Check that its screen shows this pairing code, then approve or reject it.${expires ? ` Unless approved, it expires ${expires} (${formatLocalTime(join.expiresAt)}).` : ""}`;
+    }
+    case "approved":
+      // The API's waitReason is a sentence of its own ("queued: delivery starts shortly").
+      return `Approved; ${(join.waitReason ?? "delivery starts shortly").replace(/\.$/, "")}.`;
+    case "delivering": {
+      const since = formatAgo(join.deliveredAt, now);
+      return `Its configuration is ready; waiting for the machine to collect it and start installing${since ? ` (ready since ${since.replace(/ ago$/, "")})` : ""}.`;
+    }
+    case "installing": {
+      const progress = installProgress(join, now);
+      const elapsed = progress?.elapsedMs !== undefined ? `, ${formatDuration(progress.elapsedMs)} elapsed` : "";
+      return progress
+        ? `Installing, ${progress.headline.charAt(0).toLowerCase()}${progress.headline.slice(1)}${elapsed}.`
+        : "Installing.";
+    }
+    case "joined":
+      return `Joined the cluster${join.nodeId ? ` as node ${join.nodeId}` : ""}.`;
+    case "failed":
+      return `${join.failedStepTitle ?? join.failedStep ?? "A step"} failed${join.failedError ? `: ${join.failedError}` : ""}. Approve it again to retry, or reject it.`;
+    case "rejected":
+      return join.reason ? `Rejected: ${join.reason}` : "Rejected.";
+    case "expired":
+      return "Nobody approved it in time; the machine has to register again with a live join code.";
   }
-  return { headline: error instanceof Error ? error.message : String(error), fields: [], requestId: undefined };
 }

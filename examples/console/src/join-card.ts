@@ -1,28 +1,44 @@
 /**
- * One machine's card in the join list: who it is, its pairing code, its hardware, and the
+ * One machine's card in the join list: who it is (hostname, join id, short key fingerprint,
+ * serial, MACs), its pairing code, when it registered and was last heard from, where its join
+ * stands in words (with the install's steps), its hardware, its own feedback spot, and the
  * approve and reject actions its state allows.
  * @module
  */
 
 import type { NodeJoin } from "@stratum/join";
-import { canApprove, canReject, explainState, summarizeHardware } from "./format.js";
+import { groupedCode, h } from "./dom.js";
+import { FeedbackSpot } from "./feedback.js";
+import {
+  canApprove,
+  canReject,
+  explainState,
+  installProgress,
+  macsOf,
+  machineName,
+  shortFingerprint,
+  STATE_WORDS,
+  summarizeHardware,
+} from "./format.js";
+import { describeFailure } from "./messages.js";
+import { formatAgo, formatDuration, formatLocalTime } from "./time.js";
 
-/** What a card asks of the page; each resolves once the API answered (or rejects with its error). */
-export interface JoinActions {
-  approve(join: NodeJoin): Promise<void>;
-  reject(join: NodeJoin, reason: string): Promise<void>;
+/** Sets an element's text only when it differs: no needless change under a screen reader's cursor. */
+function setText(element: HTMLElement, text: string): void {
+  if (element.textContent !== text) element.textContent = text;
 }
 
-/** Makes an element with attributes and text or children. */
-export function h<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  attributes: Record<string, string> = {},
-  ...children: (Node | string)[]
-): HTMLElementTagNameMap[K] {
-  const element = document.createElement(tag);
-  for (const [name, value] of Object.entries(attributes)) element.setAttribute(name, value);
-  element.append(...children);
-  return element;
+/** States that end what an approval started: a success message about it is then stale. */
+const OUTCOMES = new Set(["joined", "failed", "rejected", "expired"]);
+
+/** What a card asks of the page. */
+export interface CardActions {
+  /** Opens the approve dialog for the card's machine. */
+  approve(card: JoinCard): void;
+  /** Rejects; resolves with the rejected join or rejects with the SDK's error. */
+  reject(join: NodeJoin, reason: string): Promise<NodeJoin>;
+  /** The API's base URL, for a failure's wording. */
+  apiUrl(): string;
 }
 
 /**
@@ -31,17 +47,24 @@ export function h<K extends keyof HTMLElementTagNameMap>(
  */
 export class JoinCard {
   readonly element: HTMLLIElement;
-  private join: NodeJoin;
+  readonly feedback: FeedbackSpot;
+  private joinView: NodeJoin;
   private busy = false;
-  private readonly title = h("h3", { "data-testid": "join-hostname" });
+  private online = true;
+  private readonly title = h("h3", { "data-testid": "join-hostname", tabindex: "-1" });
   private readonly state = h("span", { class: "state", "data-testid": "join-state" });
+  private readonly stale = h("span", { class: "stale", "data-testid": "join-stale", hidden: "" }, "May be out of date");
+  private readonly who = h("p", { class: "who", "data-testid": "join-who" });
   private readonly pairing = h("span", { class: "pairing-code", "data-testid": "pairing-code" });
+  private readonly times = h("p", { class: "times", "data-testid": "join-times" });
   private readonly explain = h("p", { class: "explain", "data-testid": "join-explain" });
+  private readonly steps = h("ol", { class: "steps", "data-testid": "join-steps" });
   private readonly hardware = h("dl", { class: "hardware", "data-testid": "join-hardware" });
+  private readonly more = h("dl", { class: "hardware" });
   private readonly approveButton = h(
     "button",
     { type: "button", class: "primary", "data-testid": "approve" },
-    "Approve",
+    "Approve…",
   );
   private readonly rejectButton = h(
     "button",
@@ -50,101 +73,229 @@ export class JoinCard {
   );
   private readonly rejectForm = h("form", { class: "reject-form", "data-testid": "reject-form" });
   private readonly reasonInput: HTMLInputElement;
+  private readonly rejectConfirm = h(
+    "button",
+    { type: "submit", class: "danger solid", "data-testid": "reject-confirm" },
+    "Reject",
+  );
 
   constructor(
     join: NodeJoin,
-    private readonly actions: JoinActions,
+    private readonly actions: CardActions,
   ) {
-    this.join = join;
-    const pairingLabelId = `pairing-${join.id}`;
-    const reasonId = `reason-${join.id}`;
-    this.pairing.setAttribute("aria-labelledby", pairingLabelId);
+    this.joinView = join;
+    const id = join.id;
+    this.title.id = `title-${id}`;
+    this.feedback = new FeedbackSpot("card-feedback", () => this.title);
+    const pairingLabel = `pairing-${id}`;
+    this.pairing.setAttribute("aria-labelledby", pairingLabel);
     this.reasonInput = h("input", {
-      id: reasonId,
+      id: `reason-${id}`,
       name: "reason",
       type: "text",
       required: "",
       maxlength: "1000",
       autocomplete: "off",
       "data-testid": "reject-reason",
+      "aria-describedby": `reason-hint-${id}`,
     });
+    const cancel = h("button", { type: "button", "data-testid": "reject-cancel" }, "Cancel");
+    this.rejectForm.id = `reject-form-${id}`;
     this.rejectForm.hidden = true;
     this.rejectForm.append(
-      h("label", { for: reasonId }, "Reason for rejecting"),
+      h("label", { for: `reason-${id}` }, "Reason for rejecting"),
+      h("p", { class: "hint", id: `reason-hint-${id}` }, "The machine is shown this reason as you write it."),
       this.reasonInput,
-      h("button", { type: "submit", class: "danger", "data-testid": "reject-confirm" }, "Reject"),
-      h("button", { type: "button", "data-testid": "reject-cancel" }, "Cancel"),
+      h("div", { class: "row" }, this.rejectConfirm, cancel),
     );
-    this.rejectButton.setAttribute("aria-controls", `reject-form-${join.id}`);
-    this.rejectForm.id = `reject-form-${join.id}`;
+    this.rejectButton.setAttribute("aria-controls", this.rejectForm.id);
 
     this.element = h(
       "li",
-      { class: "join", "data-testid": "join", "data-join-id": join.id, "data-created-at": join.createdAt },
-      h("div", { class: "join-head" }, this.title, this.state),
-      h("div", { class: "pairing" }, h("span", { id: pairingLabelId, class: "label" }, "Pairing code"), this.pairing),
+      { class: "join", "data-testid": "join", "data-join-id": id, "aria-labelledby": this.title.id },
+      h("div", { class: "join-head" }, this.title, h("span", { class: "chips" }, this.stale, this.state)),
+      this.who,
+      h("div", { class: "pairing" }, h("span", { id: pairingLabel, class: "label" }, "Pairing code"), this.pairing),
+      this.times,
       this.explain,
+      this.steps,
       this.hardware,
+      h("details", { class: "more" }, h("summary", {}, "More about this machine"), this.more),
+      this.feedback.element,
       h("div", { class: "actions" }, this.approveButton, this.rejectButton),
       this.rejectForm,
     );
 
-    this.approveButton.addEventListener("click", () => void this.run(() => this.actions.approve(this.join)));
+    this.approveButton.addEventListener("click", () => this.actions.approve(this));
     this.rejectButton.addEventListener("click", () => this.toggleReject(true));
-    this.rejectForm
-      .querySelector('[data-testid="reject-cancel"]')!
-      .addEventListener("click", () => this.toggleReject(false));
+    cancel.addEventListener("click", () => {
+      this.toggleReject(false);
+      this.rejectButton.focus();
+    });
     this.rejectForm.addEventListener("submit", (event) => {
       event.preventDefault();
-      const reason = this.reasonInput.value.trim();
-      if (!reason) return; // `required` already refuses an empty field; this refuses blanks
-      void this.run(async () => {
-        await this.actions.reject(this.join, reason);
-        this.toggleReject(false);
-      });
+      void this.submitReject();
     });
-    this.update(join);
+    this.update(join, Date.now());
+  }
+
+  /** The join as last seen. */
+  get join(): NodeJoin {
+    return this.joinView;
   }
 
   /** Shows a newer view of the join. */
-  update(join: NodeJoin): void {
-    this.join = join;
-    const name = join.hostname || join.id;
-    this.title.textContent = name;
+  update(join: NodeJoin, now: number): void {
+    // "Approved …; the card follows its install" is over once the install has an outcome.
+    if (join.state !== this.joinView.state && OUTCOMES.has(join.state) && this.feedback.tone === "success")
+      this.feedback.clear();
+    this.joinView = join;
+    this.title.textContent = join.hostname || "unnamed machine";
     this.element.dataset.state = join.state;
-    this.element.setAttribute("aria-label", `${name}, ${join.state}`);
-    this.state.textContent = join.state;
+    this.element.dataset.createdAt = join.createdAt;
+    this.state.textContent = STATE_WORDS[join.state];
     this.state.className = `state state-${join.state}${join.stalled ? " stalled" : ""}`;
-    this.pairing.textContent = join.pairingCode;
-    const explanation = explainState(join);
-    this.explain.textContent = explanation ?? "";
-    this.explain.hidden = !explanation;
-
-    const hw = summarizeHardware(join.inventory);
-    const rows: [string, string][] = [
-      ["CPU", hw.cpu],
-      ["Memory", hw.memory],
-      ["Disks", hw.disks],
-      ["NICs", hw.nics],
-      ["Release", join.release ?? "?"],
-      ["From", join.sourceAddr ?? "?"],
+    this.pairing.replaceChildren(groupedCode(join.pairingCode));
+    const key = shortFingerprint(join.keyFingerprint);
+    const macs = macsOf(join.inventory);
+    this.who.replaceChildren(
+      ...[
+        join.id,
+        key && `key\u00a0${key}…`,
+        join.systemSerial && `serial\u00a0${join.systemSerial}`,
+        ...macs.map((mac, i) => (i ? mac : `MAC ${mac}`)),
+      ]
+        .filter((part): part is string => Boolean(part))
+        .map((part) => h("span", {}, part)),
+    );
+    this.hardware.replaceChildren(
+      ...summarizeHardware(join.inventory).flatMap(({ term, value }) => [
+        h("dt", {}, term),
+        h("dd", {}, ...(Array.isArray(value) ? value.map((line) => h("span", { class: "line" }, line)) : [value])),
+      ]),
+    );
+    const more: [string, string | undefined][] = [
+      ["Release", join.release],
+      ["Registered from", join.sourceAddr],
+      ["Key fingerprint", join.keyFingerprint],
+      ["Join code", join.codeId],
+      ["Node id", join.nodeId],
+      [
+        "Approved",
+        join.approvedAt && `${formatLocalTime(join.approvedAt)}${join.approvedBy ? ` by ${join.approvedBy}` : ""}`,
+      ],
+      [
+        "Rejected",
+        join.rejectedAt && `${formatLocalTime(join.rejectedAt)}${join.rejectedBy ? ` by ${join.rejectedBy}` : ""}`,
+      ],
     ];
-    if (join.nodeId) rows.push(["Node id", join.nodeId]);
-    this.hardware.replaceChildren(...rows.flatMap(([term, value]) => [h("dt", {}, term), h("dd", {}, value)]));
-
+    this.more.replaceChildren(
+      ...more.filter(([, v]) => v).flatMap(([term, value]) => [h("dt", {}, term), h("dd", {}, value!)]),
+    );
     if (!canReject(join.state)) this.toggleReject(false);
+    this.tick(now);
     this.refreshButtons();
   }
 
-  /** Runs an action with the card's buttons disabled, so a double click sends one call. */
-  private async run(action: () => Promise<void>): Promise<void> {
-    if (this.busy) return;
+  /** Re-renders what depends on the clock: ages, countdowns, elapsed times. */
+  tick(now: number): void {
+    const join = this.joinView;
+    const parts = [`Registered ${formatAgo(join.createdAt, now)}`];
+    const seen = formatAgo(join.lastSeenAt, now);
+    if (seen && join.state !== "joined" && join.state !== "rejected" && join.state !== "expired")
+      parts.push(`last heard from ${seen}`);
+    setText(this.times, `${parts.join(", ")}.`);
+    this.times.title = formatLocalTime(join.createdAt) ?? "";
+    const stalled = join.stalled ? " It has been silent for a while: check its console." : "";
+    setText(this.explain, explainState(join, now) + stalled);
+    this.renderSteps(join, now);
+  }
+
+  /** Pauses or resumes the actions with the server's reachability, and marks the card as possibly stale. */
+  setOnline(online: boolean): void {
+    this.online = online;
+    this.stale.hidden = online;
+    this.element.classList.toggle("is-stale", !online);
+    this.refreshButtons();
+  }
+
+  /** Focuses the card's heading: where the focus lands after an action that hid its button. */
+  focusHeading(): void {
+    this.title.focus();
+  }
+
+  /** Where the focus goes after the approve dialog closes: the button, or the heading once it is hidden. */
+  focusAfterApprove(): HTMLElement {
+    return this.approveButton.hidden ? this.title : this.approveButton;
+  }
+
+  /** Stops tracking the card's feedback (the card is gone). */
+  dispose(): void {
+    this.feedback.dispose();
+  }
+
+  private renderSteps(join: NodeJoin, now: number): void {
+    const show =
+      join.state === "installing" || join.state === "delivering" || join.state === "failed" || join.state === "joined";
+    const progress = installProgress(join, now);
+    this.steps.hidden = !show || !progress || join.state === "joined";
+    if (this.steps.hidden) return;
+    this.steps.setAttribute("aria-label", `Install steps, ${progress!.headline}`);
+    const rows = join.steps.map((step) => {
+      const started = step.at ? Date.parse(step.at) : NaN;
+      const running =
+        step.status === "running" && !Number.isNaN(started) ? `, for ${formatDuration(now - started)}` : "";
+      const word = {
+        done: "done",
+        running: `running${running}`,
+        failed: `failed${step.message ? `: ${step.message}` : ""}`,
+      }[step.status];
+      return { status: step.status, title: step.title || step.name, word: ` ${word}` };
+    });
+    // Rebuilt only when the steps change; the clock only moves the running step's time.
+    const items = [...this.steps.children];
+    const same = items.length === rows.length && rows.every((r, i) => items[i]!.classList.contains(`step-${r.status}`));
+    if (!same) {
+      this.steps.replaceChildren(
+        ...rows.map((r) =>
+          h(
+            "li",
+            { class: `step step-${r.status}` },
+            h("span", { class: "step-title" }, r.title),
+            h("span", { class: "step-status" }),
+          ),
+        ),
+      );
+    }
+    rows.forEach((r, i) => {
+      const [title, status] = this.steps.children[i]!.children as unknown as [HTMLElement, HTMLElement];
+      setText(title, r.title);
+      setText(status, r.word);
+    });
+  }
+
+  private async submitReject(): Promise<void> {
+    const reason = this.reasonInput.value.trim();
+    if (!reason) {
+      this.reasonInput.setAttribute("aria-invalid", "true");
+      this.reasonInput.focus();
+      return;
+    }
+    if (this.busy || !this.online) return;
+    const join = this.joinView;
     this.busy = true;
     this.refreshButtons();
     try {
-      await action();
-    } catch {
-      // The page reported it in the status area; the card only has to become usable again.
+      const rejected = await this.actions.reject(join, reason);
+      this.update(rejected, Date.now());
+      this.toggleReject(false);
+      this.feedback.success(`Rejected ${machineName(rejected)}. The machine is told: “${reason}”`);
+      this.focusHeading();
+    } catch (error) {
+      this.feedback.failure(
+        describeFailure(error, { action: `reject ${machineName(join)}`, apiUrl: this.actions.apiUrl() }),
+      );
+      this.reasonInput.focus();
     } finally {
       this.busy = false;
       this.refreshButtons();
@@ -152,17 +303,24 @@ export class JoinCard {
   }
 
   private toggleReject(open: boolean): void {
+    if (this.rejectForm.hidden === !open) return;
     this.rejectForm.hidden = !open;
     this.rejectButton.setAttribute("aria-expanded", String(open));
     if (open) this.reasonInput.focus();
-    else this.reasonInput.value = "";
+    else {
+      this.reasonInput.value = "";
+      this.reasonInput.removeAttribute("aria-invalid");
+    }
   }
 
   private refreshButtons(): void {
-    this.approveButton.hidden = !canApprove(this.join.state);
-    this.rejectButton.hidden = !canReject(this.join.state);
-    this.approveButton.disabled = this.busy;
-    this.rejectButton.disabled = this.busy;
-    for (const button of this.rejectForm.querySelectorAll("button")) button.disabled = this.busy;
+    const state = this.joinView.state;
+    this.approveButton.hidden = !canApprove(state);
+    this.rejectButton.hidden = !canReject(state);
+    const blocked = this.busy || !this.online;
+    this.approveButton.disabled = blocked;
+    this.rejectButton.disabled = blocked;
+    this.rejectConfirm.disabled = blocked;
+    this.rejectConfirm.textContent = this.busy ? "Rejecting…" : "Reject";
   }
 }

@@ -1,7 +1,13 @@
 /**
- * The console example: sign in with an API token, mint a join code (text, URL, QR code), watch
- * machines register, approve or reject them. Imports the SDK's root entry only, as a console
- * team's app would; the Node joiner (`@stratum/join/node`) never reaches a browser.
+ * The console example: sign in with an API token, mint join codes, watch machines register,
+ * approve them through a confirm step that shows their assignment, or reject them. Imports the
+ * SDK's root entry only, as a console team's app would; the Node joiner
+ * (`@stratum/join/node`) never reaches a browser.
+ *
+ * This file holds the session (sign-in and out), the watch of the join list, and the
+ * server's reachability, which every other part follows: while the server does not answer,
+ * actions pause, cards are marked as possibly stale, and a notice says so; when it answers
+ * again, all of that clears, stale "no answer" messages included.
  * @module
  */
 
@@ -14,41 +20,42 @@ import {
   type JoinChange,
   type NodeJoin,
 } from "@stratum/join";
-import QRCode from "qrcode";
-import { describeError } from "./format.js";
-import { h, JoinCard } from "./join-card.js";
-
-/** Finds an element by its `data-testid`, which the end-to-end test drives too. */
-function byTestId<T extends HTMLElement>(id: string): T {
-  const element = document.querySelector<T>(`[data-testid="${id}"]`);
-  if (!element) throw new Error(`the page has no [data-testid="${id}"]`);
-  return element;
-}
+import { previewAssignment } from "./assignment.js";
+import { ApproveDialog } from "./approve-dialog.js";
+import { CODES_REFRESH_MS, JoinCodes } from "./codes.js";
+import { announce, byTestId, h } from "./dom.js";
+import { clearNetworkFeedback, FeedbackSpot } from "./feedback.js";
+import { clearMarkOnEdit, markField } from "./fields.js";
+import { machineName } from "./format.js";
+import { JoinList } from "./join-list.js";
+import { describeFailure } from "./messages.js";
+import { formatDuration } from "./time.js";
 
 const ui = {
-  status: byTestId<HTMLDivElement>("status"),
+  connection: byTestId<HTMLDivElement>("connection"),
   session: byTestId<HTMLDivElement>("session"),
   signedInAs: byTestId<HTMLSpanElement>("signed-in-as"),
   signOut: byTestId<HTMLButtonElement>("sign-out"),
   signInForm: byTestId<HTMLFormElement>("sign-in-form"),
+  signInTitle: document.getElementById("sign-in-title")!,
   apiUrl: byTestId<HTMLInputElement>("api-url"),
   token: byTestId<HTMLInputElement>("token"),
   signIn: byTestId<HTMLButtonElement>("sign-in"),
   console: byTestId<HTMLDivElement>("console"),
-  mintForm: byTestId<HTMLFormElement>("mint-form"),
-  mint: byTestId<HTMLButtonElement>("mint"),
-  minted: byTestId<HTMLDivElement>("minted"),
-  code: byTestId<HTMLElement>("join-code"),
-  url: byTestId<HTMLElement>("join-url"),
-  expires: byTestId<HTMLElement>("join-expires"),
-  qr: byTestId<HTMLCanvasElement>("join-qr"),
+  mintTitle: document.getElementById("mint-title")!,
   watchState: byTestId<HTMLSpanElement>("watch-state"),
-  joinsEmpty: byTestId<HTMLParagraphElement>("joins-empty"),
-  joins: byTestId<HTMLOListElement>("joins"),
 };
 
 /** How often the join list is polled while all is well. */
 const POLL_MS = 1500;
+/**
+ * Retries of a failed poll: from about a second, at most 10 s apart. The console polls one
+ * small list, so a short ceiling costs the server little and notices a server that is back
+ * within seconds (watchJoins' default ceiling is 30 s).
+ */
+const RECONNECT = { baseMs: 1000, maxMs: 10_000 };
+/** How often ages and countdowns are re-rendered. */
+const TICK_MS = 1000;
 /** The API base URL last signed in to (never the token: it lives only in the client's closure). */
 const API_URL_KEY = "stratum-console.apiUrl";
 
@@ -57,34 +64,65 @@ interface Session {
   apiUrl: string;
   /** Aborts the watch and every call in flight on sign-out. */
   controller: AbortController;
-  cards: Map<string, JoinCard>;
+  online: boolean;
+  /** When the server was last found unreachable, and when the next try is. */
+  lostSince?: number;
+  retryAt?: number;
 }
 
 let session: Session | undefined;
+const signInFeedback = new FeedbackSpot("sign-in-feedback", () => ui.signInTitle);
+ui.signInForm.append(signInFeedback.element);
+const codes = new JoinCodes();
+const dialog = new ApproveDialog({
+  preview: (join, approval, signal) => previewAssignment(session!.client, join, approval, signal),
+  approve: async (join, approval) => {
+    const current = session!;
+    const approved = await current.client.approveNodeJoin(join.id, approval, {
+      signal: current.controller.signal,
+      timeoutMs: 15_000,
+    });
+    list.show(approved);
+    return approved;
+  },
+  apiUrl: () => session?.apiUrl ?? ui.apiUrl.value,
+});
+const list = new JoinList(JoinList.elements(), {
+  approve: (card) => {
+    if (!session) return;
+    void dialog
+      .open(card.join, () => card.focusAfterApprove())
+      .then((approved) => {
+        if (!approved) return;
+        card.feedback.success(
+          `Approved ${machineName(approved)}${approved.nodeId ? `; it becomes node ${approved.nodeId}` : ""}. The card follows its install.`,
+        );
+      });
+  },
+  reject: async (join, reason) => {
+    const current = session!;
+    const rejected = await current.client.rejectNodeJoin(
+      join.id,
+      { reason },
+      { signal: current.controller.signal, timeoutMs: 15_000 },
+    );
+    list.show(rejected);
+    return rejected;
+  },
+  apiUrl: () => session?.apiUrl ?? ui.apiUrl.value,
+});
 
-// ------------------------------------------------------------------ the status area
-
-function showInfo(text: string): void {
-  ui.status.hidden = false;
-  ui.status.className = "status info";
-  ui.status.replaceChildren(h("p", { "data-testid": "status-text" }, text));
-}
-
-function showError(error: unknown): void {
-  const report = describeError(error, session?.apiUrl ?? ui.apiUrl.value);
-  ui.status.hidden = false;
-  ui.status.className = "status error";
-  const children: Node[] = [h("p", { "data-testid": "status-text" }, h("strong", {}, "Error "), report.headline)];
-  if (report.fields.length) {
-    children.push(h("ul", { "data-testid": "status-fields" }, ...report.fields.map((f) => h("li", {}, f))));
-  }
-  if (report.requestId) children.push(h("p", { class: "request-id" }, `Request id ${report.requestId}`));
-  ui.status.replaceChildren(...children);
-}
+window.setInterval(() => {
+  const now = Date.now();
+  list.tick(now);
+  codes.tick(now);
+  if (session && !session.online) renderConnection(session, now);
+}, TICK_MS);
 
 // ------------------------------------------------------------------ signing in and out
 
 ui.apiUrl.value = localStorage.getItem(API_URL_KEY) ?? ui.apiUrl.value;
+for (const input of [ui.apiUrl, ui.token]) clearMarkOnEdit(input);
 
 ui.signInForm.addEventListener("submit", (event) => {
   event.preventDefault();
@@ -93,30 +131,50 @@ ui.signInForm.addEventListener("submit", (event) => {
 
 ui.signOut.addEventListener("click", () => {
   signOut();
-  showInfo("Signed out.");
+  signInFeedback.success("Signed out.");
+  ui.token.focus();
 });
 
 async function signIn(apiUrl: string, token: string): Promise<void> {
+  signInFeedback.clear();
+  markField(
+    ui.apiUrl,
+    /^https?:\/\/[^/]+/.test(apiUrl) ? undefined : "Enter the API's address, e.g. http://127.0.0.1:8080.",
+  );
+  markField(ui.token, token ? undefined : "Paste the API token.");
+  const invalid = ui.signInForm.querySelector<HTMLInputElement>('[aria-invalid="true"]');
+  if (invalid) {
+    invalid.focus();
+    return;
+  }
   ui.signIn.disabled = true;
   const controller = new AbortController();
+  let client: AdminClient;
   try {
-    const client = createAdminClient({ baseUrl: apiUrl, token, timeoutMs: 15_000 });
+    client = createAdminClient({ baseUrl: apiUrl, token, timeoutMs: 15_000 });
     // One call first, so a wrong token or URL is told at the form rather than by a dead list.
     await client.listNodeJoins({ signal: controller.signal });
-    session = { client, apiUrl, controller, cards: new Map() };
   } catch (error) {
-    showError(error);
+    const report = describeFailure(error, { apiUrl });
+    // A refused token is the token field's fault, no answer the address's: said at the field.
+    const field = report.kind === "auth" ? ui.token : report.kind === "network" ? ui.apiUrl : undefined;
+    if (field) markField(field, report.summary);
+    else signInFeedback.failure(describeFailure(error, { action: "sign in", apiUrl }));
+    (field ?? ui.signInTitle).focus();
     return;
   } finally {
     ui.signIn.disabled = false;
   }
+  session = { client, apiUrl, controller, online: true };
   localStorage.setItem(API_URL_KEY, apiUrl);
   ui.token.value = "";
   ui.signInForm.hidden = true;
   ui.console.hidden = false;
   ui.session.hidden = false;
   ui.signedInAs.textContent = `Signed in to ${apiUrl}`;
-  ui.status.hidden = true;
+  codes.start({ client, signal: controller.signal, apiUrl });
+  setOnline(session, true);
+  ui.mintTitle.focus();
   void watch(session);
 }
 
@@ -124,90 +182,84 @@ function signOut(): void {
   if (!session) return;
   session.controller.abort();
   session = undefined;
-  ui.joins.replaceChildren();
-  ui.joinsEmpty.hidden = false;
-  clearMinted();
+  if (dialog.element.open) dialog.element.close();
+  list.clear();
+  codes.stop();
+  ui.connection.replaceChildren();
   ui.watchState.textContent = "";
   ui.console.hidden = true;
   ui.session.hidden = true;
   ui.signInForm.hidden = false;
 }
 
-// ------------------------------------------------------------------ join codes
+// ------------------------------------------------------------------ the server's reachability
 
-ui.mintForm.addEventListener("submit", (event) => {
-  event.preventDefault();
-  if (session) void mint(session);
-});
-
-async function mint(current: Session): Promise<void> {
-  const data = new FormData(ui.mintForm);
-  const hours = Number(data.get("ttlHours"));
-  const endpoint = String(data.get("endpoint") ?? "").trim();
-  ui.mint.disabled = true;
-  try {
-    const minted = await current.client.mintJoinCode(
-      { ...(hours > 0 ? { ttlSeconds: Math.round(hours * 3600) } : {}), ...(endpoint ? { endpoint } : {}) },
-      { signal: current.controller.signal },
-    );
-    ui.code.textContent = minted.code;
-    ui.url.textContent = minted.url;
-    ui.expires.textContent = new Date(minted.joinCode.expiresAt).toLocaleString();
-    await QRCode.toCanvas(ui.qr, minted.url, { width: 200, margin: 1, errorCorrectionLevel: "M" });
-    ui.minted.hidden = false;
-    showInfo(`Minted join code ${minted.joinCode.id} for ${minted.endpoint}.`);
-  } catch (error) {
-    if (!isAbortError(error)) showError(error);
-  } finally {
-    ui.mint.disabled = false;
+function setOnline(current: Session, online: boolean, retryInMs?: number, error?: unknown): void {
+  const was = current.online;
+  current.online = online;
+  if (online) {
+    current.lostSince = undefined;
+    current.retryAt = undefined;
+  } else {
+    current.lostSince ??= Date.now();
+    current.retryAt = Date.now() + (retryInMs ?? 0);
+  }
+  list.setOnline(online);
+  codes.setOnline(online);
+  dialog.setOnline(online);
+  ui.watchState.textContent = online ? "Live" : "Not answering";
+  ui.watchState.className = `watch ${online ? "live" : "retrying"}`;
+  renderConnection(current, Date.now(), error);
+  if (online && !was) {
+    clearNetworkFeedback();
+    announce("The server answers again; the list is up to date.");
   }
 }
 
-/** The code is shown once and is a secret: nothing of it stays on the page after sign-out. */
-function clearMinted(): void {
-  ui.minted.hidden = true;
-  ui.code.textContent = "";
-  ui.url.textContent = "";
-  ui.expires.textContent = "";
-  ui.qr.getContext("2d")?.clearRect(0, 0, ui.qr.width, ui.qr.height);
+/** The notice while the server does not answer; empty (and hidden) otherwise. */
+function renderConnection(current: Session, now: number, error?: unknown): void {
+  if (current.online) {
+    ui.connection.replaceChildren();
+    return;
+  }
+  const why = error instanceof StratumApiError ? `answers with errors (${error.status})` : "is not answering";
+  const lost = current.lostSince ? now - current.lostSince : 0;
+  // Under a few seconds a duration says nothing; the sentence reads better without it.
+  const since = lost >= 5_000 ? ` (for ${formatDuration(lost)})` : "";
+  const next =
+    current.retryAt && current.retryAt - now >= 1_000
+      ? `Trying again in ${formatDuration(current.retryAt - now)}.`
+      : "Trying again now.";
+  const existing = ui.connection.querySelector<HTMLElement>('[data-testid="connection-text"]');
+  const text = `The server at ${current.apiUrl} ${existing?.dataset.why ?? why}${since}. ${next}`;
+  if (existing) {
+    // Only the clock moved: the text is updated in place, so the alert is not read out again.
+    existing.firstChild!.textContent = text;
+    return;
+  }
+  const line = h("p", { "data-testid": "connection-text", "data-why": why }, h("strong", {}, text));
+  ui.connection.replaceChildren(
+    line,
+    h(
+      "p",
+      {},
+      "What you see may be out of date. Approving, rejecting, minting and revoking are paused until it answers.",
+    ),
+  );
 }
 
 // ------------------------------------------------------------------ the join list
 
 async function watch(current: Session): Promise<void> {
-  const { client, controller, cards } = current;
-  // watchJoins yields changes only; wrapping the list call lets the page also say when a poll
-  // that changed nothing succeeded, so "reconnecting" clears as soon as the API answers again.
+  const { client, controller } = current;
+  // watchJoins yields changes only; wrapping the list call lets the page also see a poll that
+  // changed nothing succeed, so the outage notice clears as soon as the API answers again.
   const lister = {
     listNodeJoins: async (options?: { signal?: AbortSignal; timeoutMs?: number }) => {
-      const list = await client.listNodeJoins(options);
-      ui.watchState.textContent = `Live, updated ${new Date().toLocaleTimeString()}`;
-      ui.watchState.className = "watch live";
-      return list;
-    },
-  };
-  const actions = {
-    approve: async (join: NodeJoin) => {
-      try {
-        // An empty approval takes every default: the hostname as name, role hybrid, the mgmt
-        // link the NIC it registered from (spec: approveNodeJoin).
-        const approved = await client.approveNodeJoin(join.id, {}, { signal: controller.signal });
-        cards.get(join.id)?.update(approved);
-        showInfo(`Approved ${approved.hostname ?? approved.id} as ${approved.nodeId ?? "a new node"}.`);
-      } catch (error) {
-        if (!isAbortError(error)) showError(error);
-        throw error;
-      }
-    },
-    reject: async (join: NodeJoin, reason: string) => {
-      try {
-        const rejected = await client.rejectNodeJoin(join.id, { reason }, { signal: controller.signal });
-        cards.get(join.id)?.update(rejected);
-        showInfo(`Rejected ${rejected.hostname ?? rejected.id}.`);
-      } catch (error) {
-        if (!isAbortError(error)) showError(error);
-        throw error;
-      }
+      const answer = await client.listNodeJoins(options);
+      if (!current.online) setOnline(current, true);
+      codes.suggestRelease(clusterRelease(answer.items));
+      return answer;
     },
   };
   try {
@@ -215,42 +267,61 @@ async function watch(current: Session): Promise<void> {
       signal: controller.signal,
       intervalMs: POLL_MS,
       timeoutMs: 10_000,
-      onRetry: (error, delayMs) => {
-        ui.watchState.textContent = `Reconnecting in ${Math.ceil(delayMs / 1000)} s (${error.code})`;
-        ui.watchState.className = "watch retrying";
-      },
+      backoff: RECONNECT,
+      onRetry: (error, delayMs) => setOnline(current, false, delayMs, error),
     })) {
-      apply(change, cards, actions);
+      apply(change);
     }
   } catch (error) {
     if (controller.signal.aborted) return; // signed out
     ui.watchState.textContent = "Stopped";
     ui.watchState.className = "watch stopped";
-    showError(error);
-    // A token that no longer works cannot be fixed by polling: back to the sign-in form.
-    if (error instanceof StratumApiError && error.status === 401) signOut();
+    const report = describeFailure(error, { action: "keep the machine list up to date", apiUrl: current.apiUrl });
+    if (error instanceof StratumApiError && error.status === 401) {
+      // A token that no longer works cannot be fixed by polling: back to the sign-in form.
+      signOut();
+      markField(ui.token, "Your session ended: the API token is no longer accepted. Sign in again.");
+      ui.token.focus();
+      return;
+    }
+    const again = h("button", { type: "button", "data-testid": "watch-restart" }, "Try again");
+    again.addEventListener("click", () => {
+      ui.connection.replaceChildren();
+      void watch(current);
+    });
+    ui.connection.replaceChildren(
+      h("p", {}, h("strong", {}, report.summary)),
+      ...(report.reference ? [h("p", {}, report.reference)] : []),
+      again,
+    );
   }
 }
 
-function apply(
-  change: JoinChange,
-  cards: Map<string, JoinCard>,
-  actions: ConstructorParameters<typeof JoinCard>[1],
-): void {
-  if (change.type === "removed") {
-    cards.get(change.id)?.element.remove();
-    cards.delete(change.id);
-  } else if (change.type === "changed" && cards.has(change.join.id)) {
-    cards.get(change.join.id)!.update(change.join);
-  } else {
-    const card = new JoinCard(change.join, actions);
-    cards.set(change.join.id, card);
-    // Newest first, as the API lists them: before the first card created earlier than this one.
-    const created = Date.parse(change.join.createdAt);
-    const older = [...ui.joins.children].find(
-      (li) => Date.parse((li as HTMLElement).dataset.createdAt ?? "") < created,
-    );
-    ui.joins.insertBefore(card.element, older ?? null);
-  }
-  ui.joinsEmpty.hidden = cards.size > 0;
+function apply(change: JoinChange): void {
+  list.apply(change, Date.now());
+  // A new registration changes its code's count of machines.
+  if (change.type === "added" && session) void codes.refresh();
 }
+
+/**
+ * The cluster's release as the machines show it: a machine that upgrades is told the
+ * cluster's release; any other registered on it. The admin API has no call that says it.
+ */
+function clusterRelease(joins: readonly NodeJoin[]): string | undefined {
+  for (const join of joins) {
+    if (join.state === "needs-upgrade") {
+      if (join.upgrade?.to) return join.upgrade.to;
+    } else if (join.release) return join.release;
+  }
+  return undefined;
+}
+
+// Live codes change by themselves (expiry, other consoles, registrations): list them again now and then.
+window.setInterval(() => {
+  if (session?.online) void codes.refresh();
+}, CODES_REFRESH_MS);
+
+window.addEventListener("unhandledrejection", (event) => {
+  // An abort on sign-out is expected; anything else is a bug worth seeing in the console.
+  if (isAbortError(event.reason)) event.preventDefault();
+});
