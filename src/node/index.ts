@@ -56,8 +56,7 @@ export type {
   DownloadedReleaseFile,
   ReleaseProgress,
   ReleaseRetryOptions,
-  ReleaseUpgrade,
-} from "../release/download.js";
+} from "../release/download/index.js";
 export type {
   MirrorSourceOptions,
   ReleaseFetchRequest,

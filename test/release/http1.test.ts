@@ -14,7 +14,7 @@ import {
   type BodySink,
   type Http1Connector,
   type Http1GetOptions,
-} from "../../src/release/http1.js";
+} from "../../src/release/http1/index.js";
 import { tlsConnector } from "../../src/release/sources.js";
 import { makeTestPki, type TestPki } from "./helpers/pki.js";
 

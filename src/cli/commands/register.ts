@@ -13,7 +13,7 @@ import { writeDelivery, type WrittenDelivery } from "../../node/delivery.js";
 import { JOIN_STATES, isJoinState } from "../../core/join-states.js";
 import { collectInventory } from "../../node/inventory/index.js";
 import { registerMachine } from "../../node/joiner.js";
-import type { DownloadedRelease } from "../../release/download.js";
+import type { DownloadedRelease } from "../../release/download/index.js";
 import type { Inventory, Registration } from "../../types.js";
 import { CliError, listFlag, numberFlag, stringFlag, type CommandSpec } from "../args.js";
 import { IDENTITY_FILES, openIdentityDir, readJsonFile, readTextFile, saveSession } from "../files.js";

@@ -1,0 +1,72 @@
+/**
+ * The chunked transfer coding of a response body (RFC 9112 section 7.1): chunk sizes, chunk
+ * data, the last chunk and the trailer section after it.
+ * @internal
+ * @module
+ */
+import { Http1Error } from "./error.js";
+
+/**
+ * Longest chunk-size or trailer line. A chunk size is at most 13 hex digits (below 2^53) and
+ * extensions are rare and short: a line past this is not a response worth waiting for.
+ */
+const MAX_LINE = 4096;
+
+/** Decodes one chunked body, fed as the bytes come; chunk data is handed on as views of them. */
+export class ChunkedDecoder {
+  private state: "size" | "data" | "data-end" | "trailers" | "end" = "size";
+  /** Bytes of the current chunk's data still to come. */
+  private remaining = 0;
+  /** The line being read (a chunk size, the end of a chunk's data, a trailer field), without its LF. */
+  private line = "";
+
+  /** True once the blank line after the trailer section has come: bytes after it are not the body's. */
+  get complete(): boolean {
+    return this.state === "end";
+  }
+
+  /**
+   * Decodes `bytes`, handing chunk data to `onData` in order; stops early when `onData`
+   * returns false (the exchange has ended) and ignores what follows the end of the body.
+   * Throws {@link Http1Error} at malformed framing.
+   */
+  decode(bytes: Uint8Array, onData: (data: Uint8Array) => boolean): void {
+    let i = 0;
+    while (i < bytes.length && this.state !== "end") {
+      if (this.state === "data") {
+        const take = Math.min(this.remaining, bytes.length - i);
+        this.remaining -= take;
+        if (this.remaining === 0) this.state = "data-end";
+        const more = onData(bytes.subarray(i, i + take));
+        i += take;
+        if (!more) return;
+        continue;
+      }
+      const newline = bytes.indexOf(0x0a, i);
+      this.line += Buffer.from(bytes.subarray(i, newline < 0 ? bytes.length : newline)).toString("latin1");
+      if (this.line.length > MAX_LINE)
+        throw new Http1Error("HTTP1_PARSE", `a chunk-size or trailer line longer than ${MAX_LINE} bytes`);
+      if (newline < 0) return;
+      i = newline + 1;
+      const line = this.line.replace(/\r$/, "");
+      this.line = "";
+      this.onLine(line);
+    }
+  }
+
+  private onLine(line: string): void {
+    if (this.state === "data-end") {
+      if (line !== "") throw new Http1Error("HTTP1_PARSE", "chunk data longer than its size");
+      this.state = "size";
+    } else if (this.state === "size") {
+      // 13 hex digits: below 2^53, so the size stays exact in a number
+      const size = /^([0-9a-fA-F]{1,13})[ \t]*(;.*)?$/.exec(line);
+      if (!size) throw new Http1Error("HTTP1_PARSE", `a malformed chunk size: ${JSON.stringify(line.slice(0, 40))}`);
+      this.remaining = parseInt(size[1]!, 16);
+      this.state = this.remaining === 0 ? "trailers" : "data";
+    } else if (line === "") {
+      // the blank line after the trailers: the body is complete
+      this.state = "end";
+    }
+  }
+}
