@@ -225,6 +225,17 @@ describe("downloadReleaseFrom from a mirror", () => {
     await expectRelease(dir);
   });
 
+  it("waits no longer than retry.maxRetryAfterMs, whatever Retry-After asks", async () => {
+    mirror.setFaults((r) =>
+      r.path === "os/blobs/sha256-2" && r.nth === 0 ? { kind: "status", status: 503, retryAfter: "3600" } : undefined,
+    );
+    const dir = await dest();
+    // an hour asked, 10 ms allowed: the download finishes instead of sleeping past the test's timeout
+    await download(fx, mirror, dir, { retry: { maxRetryAfterMs: 10 } });
+    mirror.setFaults(undefined);
+    await expectRelease(dir);
+  });
+
   it("refuses a 404 without retrying, with the status and the problem", async () => {
     mirror.setFaults((r) =>
       r.path === "os/blobs/sha256-1" ? { kind: "status", status: 409, code: "UPGRADE_IN_PROGRESS" } : undefined,

@@ -66,7 +66,7 @@ export class Attempts {
     }
     const delay =
       retryAfterSeconds !== undefined
-        ? retryDelay(this.failures - 1, retryAfterSeconds, { maxMs: retry.maxRetryAfterMs })
+        ? Math.min(retryDelay(this.failures - 1, retryAfterSeconds), retry.maxRetryAfterMs)
         : retryDelay(this.failures - 1, undefined, { baseMs: retry.baseMs, maxMs: retry.maxMs });
     await sleep(delay, this.session.signal);
   }
