@@ -56,6 +56,7 @@ export type {
   DownloadedReleaseFile,
   ReleaseProgress,
   ReleaseRetryOptions,
+  ReleaseMinSpeed,
 } from "../release/download/index.js";
 export type {
   MirrorSourceOptions,

@@ -136,6 +136,16 @@ const CASES: Record<string, Case[]> = {
       expect: { reason: "bad-response" },
     },
     {
+      name: "a truthful 206 starting later than the offset asked for",
+      faults: resetFirst(() => ({ kind: "range-from", by: 1000 })),
+      expect: { reason: "bad-response" },
+      check: (log) =>
+        expect(log.map((e) => [e.range, e.status])).toEqual([
+          [undefined, 200],
+          [`bytes=${HALF}-`, 206],
+        ]),
+    },
+    {
       name: "a Content-Range with another total",
       faults: resetFirst(() => ({ kind: "range-total", total: SIZE + 1 })),
       expect: { reason: "bad-response" },

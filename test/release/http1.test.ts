@@ -15,6 +15,7 @@ import {
   type Http1Connector,
   type Http1GetOptions,
 } from "../../src/release/http1/index.js";
+import { MAX_TRAILER_BYTES, MAX_TRAILER_FIELDS } from "../../src/release/http1/chunked.js";
 import { tlsConnector } from "../../src/release/sources.js";
 import { makeTestPki, type TestPki } from "./helpers/pki.js";
 
@@ -455,6 +456,55 @@ describe("http1Get: chunked bodies", () => {
     handler = respond(`${head("200 OK", ["Transfer-Encoding: chunked"])}5\r\nhel`);
     const response = await get();
     await expectHttp1Error(within(response.body.readInto(copyingSink(100)), 2000, "readInto"), "HTTP1_CLOSED");
+  });
+});
+
+describe("http1Get: the trailer section is bounded", () => {
+  const chunkedHi = `${head("200 OK", ["Transfer-Encoding: chunked"])}2\r\nhi\r\n0\r\n`;
+
+  it(`more than ${MAX_TRAILER_FIELDS} trailer fields is HTTP1_PARSE`, async () => {
+    const fields = Array.from({ length: MAX_TRAILER_FIELDS + 1 }, (_, i) => `X-T${i}: v\r\n`).join("");
+    handler = respond(`${chunkedHi}${fields}\r\n`, "open");
+    const response = await get();
+    await expectHttp1Error(within(response.body.readInto(copyingSink(100)), 2000, "readInto"), "HTTP1_PARSE");
+  });
+
+  it(`exactly ${MAX_TRAILER_FIELDS} trailer fields are read to the end`, async () => {
+    const fields = Array.from({ length: MAX_TRAILER_FIELDS }, (_, i) => `X-T${i}: v\r\n`).join("");
+    handler = respond(`${chunkedHi}${fields}\r\n`, "open");
+    const response = await get();
+    const sink = copyingSink(100);
+    await within(response.body.readInto(sink), 2000, "readInto");
+    expect(sink.bytes().toString()).toBe("hi");
+  });
+
+  it(`a trailer section over ${MAX_TRAILER_BYTES} bytes is HTTP1_PARSE, even before its line ends`, async () => {
+    handler = respond(`${chunkedHi}X-Big: ${"v".repeat(MAX_TRAILER_BYTES)}`, "open");
+    const response = await get();
+    await expectHttp1Error(within(response.body.readInto(copyingSink(100)), 2000, "readInto"), "HTTP1_PARSE");
+  });
+
+  it("a malformed trailer line is HTTP1_PARSE", async () => {
+    handler = respond(`${chunkedHi}not a field\r\n\r\n`, "open");
+    const response = await get();
+    await expectHttp1Error(within(response.body.readInto(copyingSink(100)), 2000, "readInto"), "HTTP1_PARSE");
+  });
+
+  it("trailer lines arriving faster than bodyTimeout do not keep the body open past it", async () => {
+    handler = async (conn) => {
+      await conn.request;
+      await put(conn, chunkedHi);
+      // a line every 40 ms, well inside the 150 ms silence allowed, for far longer than 150 ms
+      for (let i = 0; i < MAX_TRAILER_FIELDS - 1 && !conn.isClosed(); i++) {
+        await sleep(40);
+        await put(conn, `X-T${i}: v\r\n`);
+      }
+    };
+    const response = await get({ bodyTimeout: 150 });
+    const sink = copyingSink(100);
+    const error = await expectHttp1Error(within(response.body.readInto(sink), 3000, "readInto"), "HTTP1_TIMEOUT");
+    expect(error.message).toMatch(/trailer section/);
+    expect(sink.bytes().toString()).toBe("hi");
   });
 });
 

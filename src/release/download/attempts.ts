@@ -8,7 +8,7 @@ import { retryDelay, sleep, throwIfAborted } from "../../core/retry.js";
 import { ReleaseDownloadError, StratumApiError } from "../../errors/index.js";
 import { errorCode } from "../../fs/durable.js";
 import type { ReleaseFetchRequest, ReleaseFetchResponse } from "../sources.js";
-import type { DownloadSession } from "./session.js";
+import type { DownloadSession, RequestScope } from "./session.js";
 
 /** The attempts at one release path. */
 export class Attempts {
@@ -27,26 +27,37 @@ export class Attempts {
   }
 
   /**
-   * Sends one request for the path: resolves with the answer, or with undefined after a
-   * request that brought none (counted, and waited for). Throws what ends the path.
+   * Sends one request for the path: resolves with the answer and its scope (whose `end` the
+   * caller calls when done with it), or with undefined after a request that brought none
+   * (counted, and waited for). Throws what ends the path.
    */
-  async fetch(request: Omit<ReleaseFetchRequest, "signal">): Promise<ReleaseFetchResponse | undefined> {
+  async fetch(
+    request: Omit<ReleaseFetchRequest, "signal">,
+  ): Promise<{ response: ReleaseFetchResponse; scope: RequestScope } | undefined> {
     const { session } = this;
     throwIfAborted(session.signal);
     this.requests += 1;
+    const scope = session.request(this.path);
     try {
-      return await session.source.fetch(this.path, { ...request, signal: session.signal });
+      const response = await session.source.fetch(this.path, { ...request, signal: scope.signal });
+      scope.watchBody();
+      return { response, scope };
     } catch (error) {
+      scope.end();
       await this.backOffOrGiveUp(session.transientOrThrow(error, this.path));
       return undefined;
     }
   }
 
-  /** A byte beyond any received before is progress: the failure count starts over. Terminates, since files are finite. */
-  progressTo(offset: number): void {
+  /**
+   * A byte beyond any received before is progress: the failure count starts over, unless the
+   * bytes came slower than the minimum rate (`slow`), which is no progress worth waiting on.
+   * Terminates, since files are finite.
+   */
+  progressTo(offset: number, slow = false): void {
     if (offset > this.highWater) {
       this.highWater = offset;
-      this.failures = 0;
+      if (!slow) this.failures = 0;
     }
   }
 

@@ -28,6 +28,7 @@ import {
 } from "./options.js";
 import { Progress } from "./progress.js";
 import { DownloadSession } from "./session.js";
+import { DEFAULT_MIN_SPEED } from "./speed.js";
 import { ensureRealDirs, localError, retractManifest } from "./staging.js";
 
 /**
@@ -53,7 +54,9 @@ export async function downloadReleaseFrom(options: DownloadReleaseOptions): Prom
   const internal = new AbortController();
   const signal = options.signal ? AbortSignal.any([options.signal, internal.signal]) : internal.signal;
   const hooks = (options as unknown as Record<symbol, ReleaseTestHooks | undefined>)[RELEASE_TEST_HOOKS] ?? {};
-  const session = new DownloadSession(source, signal, { ...DEFAULT_RETRY, ...definedOnly(options.retry) }, hooks);
+  const retry = { ...DEFAULT_RETRY, ...definedOnly(options.retry) };
+  const minSpeed = { ...DEFAULT_MIN_SPEED, ...definedOnly(options.minSpeed) };
+  const session = new DownloadSession(source, signal, retry, minSpeed, hooks);
   try {
     await mkdir(destDir, { recursive: true }).catch((error: unknown) => {
       throw localError(error, undefined);
@@ -98,6 +101,12 @@ function checkOptions(options: DownloadReleaseOptions): number {
   if (!options.upgrade || typeof options.upgrade.to !== "string" || options.upgrade.to === "") {
     throw new ReleaseArgumentError("upgrade.to names the release to download");
   }
+  const { bytesPerSecond, windowMs } = { ...DEFAULT_MIN_SPEED, ...definedOnly(options.minSpeed) };
+  if (
+    !(typeof bytesPerSecond === "number" && bytesPerSecond >= 0 && Number.isFinite(bytesPerSecond)) ||
+    !(typeof windowMs === "number" && windowMs > 0 && Number.isFinite(windowMs))
+  )
+    throw new ReleaseArgumentError("minSpeed is { bytesPerSecond: a rate of 0 or more, windowMs: a duration above 0 }");
   checkTrustOptions({
     trustedKeys: options.trustedKeys,
     threshold: options.threshold,

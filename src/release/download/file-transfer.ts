@@ -24,7 +24,7 @@ import {
 import { Attempts } from "./attempts.js";
 import { copyInto, discard, forEachChunk } from "./body.js";
 import type { FileTrack } from "./progress.js";
-import type { DownloadSession } from "./session.js";
+import type { DownloadSession, RequestScope } from "./session.js";
 import { localError, localOrAbort } from "./staging.js";
 import { flushOrThrow, isWriteError, type Writer } from "./writer.js";
 
@@ -95,13 +95,17 @@ export class FileTransfer {
 
   /** One request and its answer; returns when the next request may go (a failure counted, or bytes in hand). */
   private async exchange(attempts: Attempts): Promise<void> {
-    const response = await attempts.fetch({
+    const answer = await attempts.fetch({
       ...(this.offset > 0 ? { range: { start: this.offset } } : {}),
       ...(this.offset > 0 && this.etag ? { ifRange: this.etag } : {}),
     });
-    if (!response) return;
-    const end = await this.accept(response, attempts);
-    if (end !== undefined) await this.readBody(response, end, attempts);
+    if (!answer) return;
+    try {
+      const end = await this.accept(answer.response, attempts);
+      if (end !== undefined) await this.readBody(answer.response, answer.scope, end, attempts);
+    } finally {
+      answer.scope.end();
+    }
   }
 
   /** The exclusive end of the bytes the answer carries; undefined when there is nothing to read (a failure counted). */
@@ -185,13 +189,18 @@ export class FileTransfer {
   }
 
   /** Reads an accepted answer's body into the writer, up to `end`; a break or a short body is a failure counted. */
-  private async readBody(response: ReleaseFetchResponse, end: number, attempts: Attempts): Promise<void> {
+  private async readBody(
+    response: ReleaseFetchResponse,
+    scope: RequestScope,
+    end: number,
+    attempts: Attempts,
+  ): Promise<void> {
     const { session, writer, file } = this;
     const tag = strongEtag(response);
     if (tag !== undefined) this.etag = tag;
     this.answersInHand += 1;
     this.track.state = "downloading";
-    const sink = this.sinkUpTo(end, response.status);
+    const sink = this.sinkUpTo(end, response.status, scope);
     let broken: unknown;
     try {
       if (isDirectBody(response.body)) await response.body.readInto(sink);
@@ -199,9 +208,10 @@ export class FileTransfer {
     } catch (error) {
       broken = await this.bodyFailure(error);
     }
+    scope.end();
     // bytes hashed must be bytes on disk before the next request asks for what follows
     await flushOrThrow(writer, file.path);
-    attempts.progressTo(this.offset);
+    attempts.progressTo(this.offset, scope.tooSlow);
     if (broken !== undefined) {
       await attempts.backOffOrGiveUp(session.transientOrThrow(broken, file.path));
     } else if (this.offset < end) {
@@ -215,7 +225,7 @@ export class FileTransfer {
    * Every byte of a body passes here, in place in the writer's batch, before it is hashed:
    * bytes past `end` (the declared size, or the Content-Range's end) are refused at once.
    */
-  private sinkUpTo(end: number, status: number): BodySink {
+  private sinkUpTo(end: number, status: number, scope: RequestScope): BodySink {
     const { file, writer } = this;
     return {
       space: () => writer.space(),
@@ -234,7 +244,10 @@ export class FileTransfer {
         this.fetched += n;
         this.session.fetched += n;
         this.track.add(n);
-        return writer.filled(n);
+        scope.received(n);
+        const wait = writer.filled(n);
+        if (wait) scope.pauseWhile(wait);
+        return wait;
       },
     };
   }

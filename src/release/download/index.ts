@@ -19,3 +19,4 @@ export {
   type ReleaseTestHooks,
 } from "./options.js";
 export type { ReleaseProgress } from "./progress.js";
+export { DEFAULT_MIN_SPEED, type ReleaseMinSpeed } from "./speed.js";

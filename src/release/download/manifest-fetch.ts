@@ -10,25 +10,31 @@ import type { ReleaseFetchResponse } from "../sources.js";
 import { checkIdentityEncoding, contentLength, retryOrRefuse } from "./answer.js";
 import { Attempts } from "./attempts.js";
 import { discard, readCapped } from "./body.js";
-import type { DownloadSession } from "./session.js";
+import type { DownloadSession, RequestScope } from "./session.js";
 
 /** The envelope's bytes as served, at most `cap` of them; verification is the caller's. */
 export async function fetchManifest(session: DownloadSession, cap: number): Promise<Buffer> {
   const path = RELEASE_MANIFEST_PATH;
   const attempts = new Attempts(session, path, 0);
   for (;;) {
-    const response = await attempts.fetch({});
-    if (!response) continue;
-    if (response.status !== 200) {
-      if (response.status === 206 || response.status === 416) {
-        await discard(response.body);
-        throw session.badResponse(path, `answered HTTP ${response.status} to a request without Range`, response.status);
+    const answer = await attempts.fetch({});
+    if (!answer) continue;
+    const { response, scope } = answer;
+    try {
+      if (response.status !== 200) {
+        if (response.status === 206 || response.status === 416) {
+          await discard(response.body);
+          const what = `answered HTTP ${response.status} to a request without Range`;
+          throw session.badResponse(path, what, response.status);
+        }
+        await retryOrRefuse(session, attempts, response, path);
+        continue;
       }
-      await retryOrRefuse(session, attempts, response, path);
-      continue;
+      const envelope = await readEnvelope(session, attempts, answer, cap);
+      if (envelope) return envelope;
+    } finally {
+      scope.end();
     }
-    const envelope = await readEnvelope(session, attempts, response, cap);
-    if (envelope) return envelope;
   }
 }
 
@@ -36,7 +42,7 @@ export async function fetchManifest(session: DownloadSession, cap: number): Prom
 async function readEnvelope(
   session: DownloadSession,
   attempts: Attempts,
-  response: ReleaseFetchResponse,
+  { response, scope }: { response: ReleaseFetchResponse; scope: RequestScope },
   cap: number,
 ): Promise<Buffer | undefined> {
   const path = RELEASE_MANIFEST_PATH;
@@ -52,7 +58,10 @@ async function readEnvelope(
   }
   let envelope: Buffer | undefined;
   try {
-    envelope = await readCapped(response.body, cap, (chunk) => (session.fetched += chunk.length));
+    envelope = await readCapped(response.body, cap, (chunk) => {
+      session.fetched += chunk.length;
+      scope.received(chunk.length);
+    });
   } catch (error) {
     await attempts.backOffOrGiveUp(session.transientOrThrow(error, path));
     return undefined;

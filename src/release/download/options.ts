@@ -8,8 +8,12 @@ import type { ReleaseLimits } from "../manifest-rules.js";
 import type { ReleaseFile, ReleaseManifest } from "../manifest-types.js";
 import type { MirrorSourceOptions, ReleaseSource } from "../sources.js";
 import type { ReleaseProgress } from "./progress.js";
+import type { ReleaseMinSpeed } from "./speed.js";
 
-/** How failed requests are retried. Counted per file, as consecutive failures that brought no new byte. */
+/**
+ * How failed requests are retried. Counted per file, as consecutive failures that brought no
+ * new byte (or only bytes slower than the minimum rate).
+ */
 export interface ReleaseRetryOptions {
   /** Failures in a row without progress before a file gives up. Default 8. */
   attempts?: number;
@@ -56,6 +60,15 @@ export interface DownloadReleaseOptions {
   retry?: ReleaseRetryOptions;
   /** Manifest bounds; defaults in `DEFAULT_RELEASE_LIMITS`. */
   limits?: ReleaseLimits;
+  /**
+   * The slowest a response body may arrive (as curl's `--speed-limit`/`--speed-time`): a body
+   * averaging less than `bytesPerSecond` over a window of `windowMs` (time spent waiting on
+   * the local disk not counted) is cut, and the request retried; bytes that came that slowly
+   * do not count as progress, so a source that only trickles runs out of retries (`exhausted`).
+   * Default 1 KiB/s over 30 s, which no healthy link falls below; `{ bytesPerSecond: 0 }`
+   * turns the rule off, leaving the sources' inactivity timers alone.
+   */
+  minSpeed?: ReleaseMinSpeed;
 }
 
 /** A file of the release, verified and in place. */

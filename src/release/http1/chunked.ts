@@ -5,12 +5,21 @@
  * @module
  */
 import { Http1Error } from "./error.js";
+import { parseField } from "./fields.js";
 
 /**
  * Longest chunk-size or trailer line. A chunk size is at most 13 hex digits (below 2^53) and
  * extensions are rare and short: a line past this is not a response worth waiting for.
  */
 const MAX_LINE = 4096;
+/**
+ * Most trailer fields after the last chunk. A file response has none; the protocols that use
+ * trailers send a few (gRPC three). Each is a line the reader must wait for: the bound is part
+ * of what keeps a source from holding a body open with them.
+ */
+export const MAX_TRAILER_FIELDS = 16;
+/** Most bytes of the trailer section, line ends included: a few checksums or statuses fit many times over. */
+export const MAX_TRAILER_BYTES = 4096;
 
 /** Decodes one chunked body, fed as the bytes come; chunk data is handed on as views of them. */
 export class ChunkedDecoder {
@@ -19,10 +28,17 @@ export class ChunkedDecoder {
   private remaining = 0;
   /** The line being read (a chunk size, the end of a chunk's data, a trailer field), without its LF. */
   private line = "";
+  private trailerFields = 0;
+  private trailerBytes = 0;
 
   /** True once the blank line after the trailer section has come: bytes after it are not the body's. */
   get complete(): boolean {
     return this.state === "end";
+  }
+
+  /** True between the last chunk and the blank line that ends the trailer section. */
+  get inTrailers(): boolean {
+    return this.state === "trailers";
   }
 
   /**
@@ -46,6 +62,8 @@ export class ChunkedDecoder {
       this.line += Buffer.from(bytes.subarray(i, newline < 0 ? bytes.length : newline)).toString("latin1");
       if (this.line.length > MAX_LINE)
         throw new Http1Error("HTTP1_PARSE", `a chunk-size or trailer line longer than ${MAX_LINE} bytes`);
+      if (this.state === "trailers" && this.trailerBytes + this.line.length > MAX_TRAILER_BYTES)
+        throw new Http1Error("HTTP1_PARSE", `a trailer section longer than ${MAX_TRAILER_BYTES} bytes`);
       if (newline < 0) return;
       i = newline + 1;
       const line = this.line.replace(/\r$/, "");
@@ -67,6 +85,20 @@ export class ChunkedDecoder {
     } else if (line === "") {
       // the blank line after the trailers: the body is complete
       this.state = "end";
+    } else {
+      this.onTrailer(line);
     }
+  }
+
+  /** A trailer field: counted, bounded, and held to the header field syntax (its value unused). */
+  private onTrailer(line: string): void {
+    this.trailerFields += 1;
+    // the line and its CRLF
+    this.trailerBytes += line.length + 2;
+    if (this.trailerFields > MAX_TRAILER_FIELDS)
+      throw new Http1Error("HTTP1_PARSE", `more than ${MAX_TRAILER_FIELDS} trailer fields`);
+    if (this.trailerBytes > MAX_TRAILER_BYTES)
+      throw new Http1Error("HTTP1_PARSE", `a trailer section longer than ${MAX_TRAILER_BYTES} bytes`);
+    parseField(line);
   }
 }

@@ -28,6 +28,8 @@ export class Exchange {
   private framing: Framing = { kind: "close" };
   /** The connection's end, or the body's end in its framing, has come. */
   private ended = false;
+  /** The trailer section's deadline is armed: reads do not refresh it. */
+  private trailerDeadline = false;
   private failure: { error: unknown } | undefined;
   private readonly delivery = new Delivery({
     over: () => this.phase === "done",
@@ -203,6 +205,11 @@ export class Exchange {
         this.fail(error);
       }
       if (framing.decoder.complete) this.ended = true;
+      else if (framing.decoder.inTrailers && !this.trailerDeadline && this.delivery.listening) {
+        // one deadline for the whole trailer section, from its start: a read no longer buys time
+        this.trailerDeadline = true;
+        this.arm(this.options.bodyTimeout ?? DEFAULT_TIMEOUT_MS, "no end of the trailer section");
+      }
     }
     return EMPTY;
   }
@@ -265,7 +272,8 @@ export class Exchange {
   private armBody(): void {
     // a silence of the connection counts only while a reader is there and not busy
     if (this.phase !== "body" || !this.delivery.listening) return;
-    // refreshed on every read: a silence of bodyTimeout, not a total
+    // refreshed on every read: a silence of bodyTimeout, not a total (but for the trailer section)
+    if (this.timer && this.trailerDeadline) return;
     if (this.timer) this.timer.refresh();
     else this.arm(this.options.bodyTimeout ?? DEFAULT_TIMEOUT_MS, "no body bytes");
   }
