@@ -21,6 +21,14 @@ export const MAX_TRAILER_FIELDS = 16;
 /** Most bytes of the trailer section, line ends included: a few checksums or statuses fit many times over. */
 export const MAX_TRAILER_BYTES = 4096;
 
+/**
+ * A chunk-size line: the size in hex (13 digits at most: below 2^53, so it stays exact in a
+ * number), then extensions, each `;name` or `;name=value` (a token or a quoted string). No
+ * whitespace anywhere, as llhttp wants (RFC 9112 section 7.1.1 allows BWS around `;` and `=`).
+ */
+const CHUNK_SIZE_LINE =
+  /^([0-9a-fA-F]{1,13})(?:;[!#$%&'*+.^_`|~0-9A-Za-z-]+(?:=(?:[!#$%&'*+.^_`|~0-9A-Za-z-]+|"(?:[\t !#-[\]-~\x80-\xff]|\\[\t -~\x80-\xff])*"))?)*$/;
+
 /** Decodes one chunked body, fed as the bytes come; chunk data is handed on as views of them. */
 export class ChunkedDecoder {
   private state: "size" | "data" | "data-end" | "trailers" | "end" = "size";
@@ -66,7 +74,10 @@ export class ChunkedDecoder {
         throw new Http1Error("HTTP1_PARSE", `a trailer section longer than ${MAX_TRAILER_BYTES} bytes`);
       if (newline < 0) return;
       i = newline + 1;
-      const line = this.line.replace(/\r$/, "");
+      // every line ends in CR LF, as llhttp wants: a bare LF is refused
+      if (!this.line.endsWith("\r"))
+        throw new Http1Error("HTTP1_PARSE", "a line of the chunked framing ends in a bare LF");
+      const line = this.line.slice(0, -1);
       this.line = "";
       this.onLine(line);
     }
@@ -77,8 +88,7 @@ export class ChunkedDecoder {
       if (line !== "") throw new Http1Error("HTTP1_PARSE", "chunk data longer than its size");
       this.state = "size";
     } else if (this.state === "size") {
-      // 13 hex digits: below 2^53, so the size stays exact in a number
-      const size = /^([0-9a-fA-F]{1,13})[ \t]*(;.*)?$/.exec(line);
+      const size = CHUNK_SIZE_LINE.exec(line);
       if (!size) throw new Http1Error("HTTP1_PARSE", `a malformed chunk size: ${JSON.stringify(line.slice(0, 40))}`);
       this.remaining = parseInt(size[1]!, 16);
       this.state = this.remaining === 0 ? "trailers" : "data";

@@ -147,25 +147,23 @@ export class Exchange {
   private consumeHead(bytes: Uint8Array): Uint8Array {
     const before = this.head.length;
     this.head = before === 0 ? Buffer.from(bytes) : Buffer.concat([this.head, bytes]);
-    // search from just before the new bytes, in case the blank line straddles two reads
-    const found = findHeadEnd(this.head, Math.max(0, before - 3));
-    if ((found && found.end > MAX_HEAD_BYTES) || (!found && this.head.length > MAX_HEAD_BYTES)) {
-      this.fail(new Http1Error("HTTP1_PARSE", `the response head is larger than ${MAX_HEAD_BYTES} bytes`));
-      return EMPTY;
-    }
-    if (!found) return EMPTY;
-    // `end` is the line feed before the blank line: the last line's CR, if any, is still there
-    const text = this.head.subarray(0, found.end).toString("latin1").replace(/\r$/, "");
-    const rest = this.head.subarray(found.end + found.skip);
-    this.head = Buffer.alloc(0);
     try {
+      // search from just before the new bytes, in case the blank line straddles two reads
+      const end = findHeadEnd(this.head, before - 3);
+      if ((end ?? this.head.length) > MAX_HEAD_BYTES)
+        throw new Http1Error("HTTP1_PARSE", `the response head is larger than ${MAX_HEAD_BYTES} bytes`);
+      if (end === undefined) return EMPTY;
+      // the lines, without the CR LF of the last one
+      const text = this.head.subarray(0, Math.max(0, end - 2)).toString("latin1");
+      const rest = this.head.subarray(end + 2);
+      this.head = Buffer.alloc(0);
       const { status, headers } = parseHead(text);
       this.onHead(status, headers);
+      return rest;
     } catch (error) {
       this.fail(error);
       return EMPTY;
     }
-    return rest;
   }
 
   private onHead(status: number, headers: Http1Headers): void {

@@ -15,7 +15,8 @@ export function parseField(line: string): { name: string; value: string } {
   if (/^[ \t]/.test(line)) throw new Http1Error("HTTP1_PARSE", "a folded header line (obs-fold) in the response");
   const colon = line.indexOf(":");
   const name = colon > 0 ? line.slice(0, colon) : "";
-  const value = line.slice(colon + 1).trim();
+  // OWS only: a CR or any other whitespace is part of the value, and refused below
+  const value = line.slice(colon + 1).replace(/^[ \t]+|[ \t]+$/g, "");
   if (!TOKEN.test(name) || !FIELD_VALUE.test(value))
     throw new Http1Error(
       "HTTP1_PARSE",

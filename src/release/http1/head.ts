@@ -22,22 +22,28 @@ export type Framing =
   { kind: "length"; remaining: number } | { kind: "chunked"; decoder: ChunkedDecoder } | { kind: "close" };
 
 /**
- * Where the head in `bytes` ends, searching from `from`: `end` is the line feed before the
- * blank line, `skip` the bytes from there to the body. Undefined while the blank line has not come.
+ * Where the head in `bytes` ends, searching from `from`: the index of the blank line's CR
+ * LF, the body starting 2 bytes after it. Undefined while the blank line has not come.
+ * Every line ends in CR LF: a bare LF is refused ({@link Http1Error}), as llhttp refuses it
+ * (RFC 9112 section 2.2 lets a recipient choose; a reader that accepts more than the common
+ * parser is one a response can be crafted against).
  */
-export function findHeadEnd(bytes: Uint8Array, from: number): { end: number; skip: number } | undefined {
-  for (let i = from; i < bytes.length; i++) {
+export function findHeadEnd(bytes: Uint8Array, from: number): number | undefined {
+  for (let i = Math.max(from, 0); i < bytes.length; i++) {
     if (bytes[i] !== 0x0a) continue;
-    if (bytes[i + 1] === 0x0a) return { end: i, skip: 2 };
-    if (bytes[i + 1] === 0x0d && bytes[i + 2] === 0x0a) return { end: i, skip: 3 };
+    if (bytes[i - 1] !== 0x0d) throw new Http1Error("HTTP1_PARSE", "a line of the response head ends in a bare LF");
+    // the blank line: the CR LF right after the previous line's
+    if (i >= 3 && bytes[i - 2] === 0x0a && bytes[i - 3] === 0x0d) return i - 1;
+    if (i === 1) return 0;
   }
   return undefined;
 }
 
 /** The status and header fields of a head's text (its lines, without the blank line); throws {@link Http1Error}. */
 export function parseHead(text: string): { status: number; headers: Http1Headers } {
-  const lines = text.split(/\r?\n/);
-  const statusLine = /^HTTP\/1\.[01] (\d{3})(?: [\t\x20-\x7e\x80-\xff]*)?$/.exec(lines[0] ?? "");
+  const lines = text.split("\r\n");
+  // 1xx to 5xx and the codes above that llhttp takes; 0xx is no status at all
+  const statusLine = /^HTTP\/1\.[01] ([1-9]\d\d)(?: [\t\x20-\x7e\x80-\xff]*)?$/.exec(lines[0] ?? "");
   if (!statusLine)
     throw new Http1Error(
       "HTTP1_PARSE",
@@ -52,28 +58,33 @@ export function parseHead(text: string): { status: number; headers: Http1Headers
   return { status: Number(statusLine[1]), headers };
 }
 
-/** How a final response's body is delimited (RFC 9112 section 6.3); throws {@link Http1Error} for an invalid Content-Length. */
+/**
+ * How a final response's body is delimited (RFC 9112 section 6.3). Throws {@link Http1Error}
+ * where the framing is ambiguous, as llhttp does: a Content-Length that is not one plain
+ * number (repeated, a list, signed, empty), one beside Transfer-Encoding, or a body length
+ * declared for a 204 or 304, which have none.
+ */
 export function framingOf(status: number, headers: Http1Headers): Framing {
-  if (status === 204 || status === 304) return { kind: "length", remaining: 0 };
+  const cl = headers["content-length"];
   const te = headers["transfer-encoding"];
+  let length: number | undefined;
+  if (cl !== undefined) {
+    // 15 digits: below 2^53, so the count stays exact in a number
+    if (Array.isArray(cl) || !/^\d{1,15}$/.test(cl))
+      throw new Http1Error("HTTP1_PARSE", `an invalid Content-Length: ${JSON.stringify(String(cl))}`);
+    if (te !== undefined) throw new Http1Error("HTTP1_PARSE", "both Content-Length and Transfer-Encoding");
+    length = Number(cl);
+  }
+  if (status === 204 || status === 304) {
+    if (length) throw new Http1Error("HTTP1_PARSE", `a ${status} answer declares a body of ${length} bytes`);
+    return { kind: "length", remaining: 0 };
+  }
   if (te !== undefined) {
     const codings = (Array.isArray(te) ? te.join(",") : te).split(",").map((c) => c.trim().toLowerCase());
     if (codings.at(-1) === "chunked") return { kind: "chunked", decoder: new ChunkedDecoder() };
     return { kind: "close" };
   }
-  const cl = headers["content-length"];
-  if (cl !== undefined) {
-    const values = new Set((Array.isArray(cl) ? cl.join(",") : cl).split(",").map((v) => v.trim()));
-    const [value] = values;
-    // 15 digits: below 2^53, so the count stays exact in a number
-    if (values.size !== 1 || !/^\d{1,15}$/.test(value!))
-      throw new Http1Error(
-        "HTTP1_PARSE",
-        `an invalid Content-Length: ${JSON.stringify(Array.isArray(cl) ? cl.join(", ") : cl)}`,
-      );
-    return { kind: "length", remaining: Number(value) };
-  }
-  return { kind: "close" };
+  return length === undefined ? { kind: "close" } : { kind: "length", remaining: length };
 }
 
 /** The request head; throws a TypeError naming what is not valid, before any connection. */
