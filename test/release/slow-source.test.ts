@@ -31,7 +31,7 @@ afterAll(async () => {
  * and no silence ever reaches a body timeout.
  */
 async function startTrailerDripMirror(): Promise<{ url: string; close(): Promise<void> }> {
-  const { pki, fx } = env;
+  const { pki } = env;
   const sockets = new Set<tls.TLSSocket>();
   const server = tls.createServer({ key: pki.keyPem, cert: pki.certPem }, (socket) => {
     sockets.add(socket);
@@ -64,7 +64,6 @@ async function startTrailerDripMirror(): Promise<{ url: string; close(): Promise
   }
   server.on("tlsClientError", () => {});
   await new Promise<void>((ready) => server.listen(0, "127.0.0.1", ready));
-  void fx;
   return {
     url: `https://127.0.0.1:${(server.address() as AddressInfo).port}/release`,
     async close() {
