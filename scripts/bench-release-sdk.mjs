@@ -2,7 +2,7 @@
 // argv[2]: JSON { url, ca, destDir, release, key, progress }. Prints `progress <bytesDone>` lines
 // when asked, then one JSON line { seconds, bytesFetched, maxRssKiB }.
 import { readFileSync } from "node:fs";
-import { downloadRelease } from "../src/release/index.ts";
+import { downloadReleaseFrom } from "../src/release/download/index.ts";
 
 const config = JSON.parse(process.argv[2]);
 // BENCH_MEM=1: where the peak RSS goes (V8 heap, Buffers outside it, the rest), on stderr.
@@ -14,7 +14,7 @@ const sampler = process.env.BENCH_MEM
     }, 50)
   : undefined;
 const started = performance.now();
-const result = await downloadRelease({
+const result = await downloadReleaseFrom({
   upgrade: { to: config.release, source: config.url },
   mirror: { ca: readFileSync(config.ca, "utf8") },
   destDir: config.destDir,

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Benchmark of the release downloader (the lead wires it as `npm run bench:release`):
+// Benchmark of the release downloader (`npm run bench:release`):
 // a release with one large file on a loopback HTTPS mirror, fetched by
 //   1. the SDK: downloadRelease (manifest verify, SHA-256 while streaming, fsync, rename),
 //   2. `curl -o` (no verification),

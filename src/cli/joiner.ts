@@ -9,7 +9,7 @@ import type { JoinTarget } from "../node/joiner.js";
 import type { JoinSession } from "../node/join-session.js";
 import { reportProgress } from "../node/registration.js";
 import { downloadRelease } from "../node/self-upgrade.js";
-import type { DownloadedRelease, ReleaseProgress, ReleaseUpgrade } from "../release/download.js";
+import type { DownloadedRelease, DownloadReleaseOptions, ReleaseProgress } from "../release/download/index.js";
 import type { Registration } from "../types.js";
 import {
   CliError,
@@ -112,7 +112,7 @@ function progressLine(release: string, p: ReleaseProgress, style: Style): string
 export async function downloadUpgrade(
   ctx: CommandContext,
   options: {
-    upgrade: ReleaseUpgrade;
+    upgrade: DownloadReleaseOptions["upgrade"];
     destDir: string;
     trustedKeys: readonly string[];
     threshold?: number;

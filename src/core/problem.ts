@@ -23,13 +23,27 @@ export async function problemFromResponse(response: Response, operation: string)
   const retryAfter = parseRetryAfter(response.headers.get("Retry-After"));
   // A failure to read the body (an abort, a reset) is not a refusal: it propagates as it is.
   const text = await response.text();
+  return problemFromText(response.status, text, retryAfter, operation);
+}
+
+/**
+ * The {@link StratumApiError} for a refusal whose body was read as text by a transport that
+ * is not `fetch` (`undefined` when there was none to read, or too much of it). Same rules as
+ * {@link problemFromResponse}.
+ */
+export function problemFromText(
+  status: number,
+  text: string | undefined,
+  retryAfter: number | undefined,
+  operation: string,
+): StratumApiError {
   let parsed: unknown;
   try {
     parsed = text ? JSON.parse(text) : undefined;
   } catch {
     parsed = undefined;
   }
-  return problemFromBody(response.status, parsed, retryAfter, operation);
+  return problemFromBody(status, parsed, retryAfter, operation);
 }
 
 /**

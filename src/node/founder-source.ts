@@ -5,7 +5,7 @@
  * registration is `needs-upgrade`.
  * @module
  */
-import { http1Get } from "../release/http1.js";
+import { http1Get } from "../release/http1/index.js";
 import {
   encodeReleasePath,
   requestHeaders,

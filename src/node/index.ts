@@ -62,8 +62,8 @@ export type {
   DownloadedReleaseFile,
   ReleaseProgress,
   ReleaseRetryOptions,
-  ReleaseUpgrade,
-} from "../release/download.js";
+  ReleaseMinSpeed,
+} from "../release/download/index.js";
 export type {
   DispatcherSourceOptions,
   MirrorSourceOptions,

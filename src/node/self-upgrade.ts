@@ -5,10 +5,10 @@
  * @module
  */
 import {
-  downloadRelease as downloadFromSource,
+  downloadReleaseFrom as downloadFromSource,
   type DownloadedRelease,
   type DownloadReleaseOptions,
-} from "../release/download.js";
+} from "../release/download/index.js";
 import { ReleaseArgumentError } from "../errors/index.js";
 import { founderReleaseSource } from "./founder-source.js";
 import type { MachineIdentity } from "./identity.js";

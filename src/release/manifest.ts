@@ -9,7 +9,8 @@ import { mkdir } from "node:fs/promises";
 import { RELEASE_MANIFEST_PAYLOAD_TYPE, preAuthEncoding, type DsseEnvelope } from "./dsse.js";
 import { ReleaseArgumentError, ReleaseVerificationError } from "../errors/index.js";
 import { importReleasePrivateKey, type ReleasePrivateKeyInput } from "./keys.js";
-import { hashFile, walkFiles } from "./fsutil.js";
+import { hashFile } from "./file-hash.js";
+import { walkFiles } from "./list-files.js";
 import { writeFileDurably } from "../fs/durable.js";
 import {
   checkManifestFiles,
@@ -17,29 +18,11 @@ import {
   releasePathProblem,
   resolveLimits,
   type ReleaseLimits,
-} from "./verify.js";
+} from "./manifest-rules.js";
+import type { ReleaseFile, ReleaseManifest } from "./manifest-types.js";
 
-/** One file of a release, as its manifest lists it. */
-export interface ReleaseFile {
-  /** Relative POSIX path inside `os/blobs/` or `sysext/`. */
-  path: string;
-  /** Exact size in bytes. */
-  size: number;
-  /** Lower-case hex SHA-256 of the content. */
-  sha256: string;
-}
-
-/** The signed payload of `payload/manifest.json`: every file of the release but the manifest itself. */
-export interface ReleaseManifest {
-  /** Always 1. */
-  schema: 1;
-  /** The release this is, e.g. `0.6.0`. */
-  release: string;
-  /** When it was built (RFC 3339). */
-  createdAt: string;
-  /** Every file but `payload/manifest.json`, sorted by path. */
-  files: ReleaseFile[];
-}
+// what the tooling builds and signs, named where it is built
+export type { ReleaseFile, ReleaseManifest } from "./manifest-types.js";
 
 /**
  * Builds the manifest of a release directory: every regular file but `payload/manifest.json`,

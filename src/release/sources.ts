@@ -8,7 +8,7 @@ import { isIP } from "node:net";
 import * as tls from "node:tls";
 import type { Dispatcher } from "undici";
 import { ReleaseArgumentError } from "../errors/index.js";
-import { http1Get, type Http1Connector } from "./http1.js";
+import { http1Get, type Http1Connector } from "./http1/index.js";
 
 /** One request of the downloader: a whole file, or its tail from `range.start`. */
 export interface ReleaseFetchRequest {
@@ -57,6 +57,16 @@ export interface ReleaseSource {
   close?(): Promise<void>;
 }
 
+/**
+ * What undici buffers of a body before it stops reading the socket: room for the network to
+ * keep going through a write or a hash (4 MiB, one write batch), no more.
+ */
+const DEFAULT_HIGH_WATER_MARK = 4 << 20;
+/** Default headers and body timeouts: a minute, undici's own, and the HTTP/1.1 reader's. */
+const DEFAULT_TIMEOUT_MS = 60_000;
+/** The port of an `https:` URL that names none. */
+const HTTPS_PORT = 443;
+
 /** Tuning shared by the undici-backed sources. */
 export interface DispatcherSourceOptions {
   /** The origin (`https://host:port`) to send requests to; needed for an Agent or Pool, ignored by a Client bound to one origin. */
@@ -75,9 +85,9 @@ export interface DispatcherSourceOptions {
 
 /**
  * A source on any undici Dispatcher: GET `basePath/<release path>` (each segment
- * percent-encoded). For the founder, the lead passes the undici Client pinned to the machine
- * key and the cluster CA, and `/v1/join/registrations/{joinId}/release`. The dispatcher is the
- * caller's: `close()` leaves it open.
+ * percent-encoded), e.g. through a proxy or a custom Agent. (The joiner reaches the founder
+ * with a source of its own, on connections pinned to the session, not through this.) The
+ * dispatcher is the caller's: `close()` leaves it open.
  */
 export function dispatcherSource(
   dispatcher: Dispatcher,
@@ -97,9 +107,9 @@ export function dispatcherSource(
         method: "GET",
         headers,
         signal: request.signal ?? null,
-        highWaterMark: options.highWaterMark ?? 4 << 20,
-        headersTimeout: options.headersTimeout ?? 60_000,
-        bodyTimeout: options.bodyTimeout ?? 60_000,
+        highWaterMark: options.highWaterMark ?? DEFAULT_HIGH_WATER_MARK,
+        headersTimeout: options.headersTimeout ?? DEFAULT_TIMEOUT_MS,
+        bodyTimeout: options.bodyTimeout ?? DEFAULT_TIMEOUT_MS,
       });
       return { status: answer.statusCode, headers: answer.headers, body: answer.body };
     },
@@ -144,7 +154,7 @@ export function mirrorSource(baseUrl: string, options: MirrorSourceOptions = {})
   }
   const base = url.pathname.replace(/\/+$/, "");
   const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
-  const port = url.port === "" ? 443 : Number(url.port);
+  const port = url.port === "" ? HTTPS_PORT : Number(url.port);
   const live = new Set<tls.TLSSocket>();
   const connect = tlsConnector({ host, port, ...(options.ca === undefined ? {} : { ca: options.ca }) }, (socket) => {
     live.add(socket);

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dispatcherSource } from "../../src/release/sources.js";
-import { downloadRelease } from "../../src/release/download.js";
+import { downloadReleaseFrom } from "../../src/release/download/index.js";
 import { generateReleaseKeyPair, signReleaseDirectory } from "../../src/release/index.js";
 import { TestJoiner, admin, mint, startTestServer, type TestServer } from "./helpers.js";
 
@@ -165,7 +165,7 @@ describe("a joiner on an older release", () => {
   it("lets the SDK's downloader fetch and verify the whole release", async () => {
     const dest = mkdtempSync(join(tmpdir(), "stratum-dl-"));
     try {
-      const result = await downloadRelease({
+      const result = await downloadReleaseFrom({
         upgrade: { from: "0.5.0", to: "0.6.0", served: true },
         source: dispatcherSource(joiner.connection!.client, base()),
         destDir: dest,

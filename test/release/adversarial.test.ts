@@ -12,7 +12,7 @@ import {
   verifyReleaseDirectory,
   type ReleaseVerificationRule,
 } from "../../src/release/index.js";
-import { type DownloadedRelease, type DownloadReleaseOptions } from "../../src/release/download.js";
+import { type DownloadedRelease, type DownloadReleaseOptions } from "../../src/release/download/index.js";
 import { type StratumApiError } from "../../src/errors/index.js";
 import { MANIFEST_CASES, caseKeys, type CaseKeys } from "./helpers/manifest-cases.js";
 import {
@@ -134,6 +134,16 @@ const CASES: Record<string, Case[]> = {
       name: "a truthful 206 for another range than the one asked",
       faults: resetFirst(() => ({ kind: "range-from", by: -1000 })),
       expect: { reason: "bad-response" },
+    },
+    {
+      name: "a truthful 206 starting later than the offset asked for",
+      faults: resetFirst(() => ({ kind: "range-from", by: 1000 })),
+      expect: { reason: "bad-response" },
+      check: (log) =>
+        expect(log.map((e) => [e.range, e.status])).toEqual([
+          [undefined, 200],
+          [`bytes=${HALF}-`, 206],
+        ]),
     },
     {
       name: "a Content-Range with another total",

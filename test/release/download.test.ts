@@ -2,18 +2,19 @@ import { constants as fsc } from "node:fs";
 import { mkdir, open, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
+import { inspect } from "node:util";
 import { Client } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StratumApiError } from "../../src/errors/index.js";
 import { ReleaseArgumentError, verifyReleaseDirectory } from "../../src/release/index.js";
 import { ReleaseDownloadError } from "../../src/errors/release.js";
 import { dispatcherSource, mirrorSource, type ReleaseSource } from "../../src/release/sources.js";
-import { downloadRelease, type ReleaseProgress } from "../../src/release/download.js";
+import { downloadReleaseFrom, type ReleaseProgress } from "../../src/release/download/index.js";
 import { startMirror, type Mirror } from "./helpers/mirror.js";
 import { startMirroredRelease, type MirroredRelease } from "./helpers/mirrored-release.js";
 import { makeTestPki, type TestPki } from "./helpers/pki.js";
 import type { Fixture } from "./helpers/release.js";
-import { RELEASE_TEST_HOOKS, type ReleaseTestHooks } from "../../src/release/download.js";
+import { RELEASE_TEST_HOOKS, type ReleaseTestHooks } from "../../src/release/download/index.js";
 import { download, failure, listTree } from "./helpers/run.js";
 
 let pki: TestPki;
@@ -60,7 +61,7 @@ async function directIoWorks(dir: string): Promise<boolean> {
   }
 }
 
-describe("downloadRelease from a mirror", () => {
+describe("downloadReleaseFrom from a mirror", () => {
   it("writes with direct I/O where the file system takes it, hashes in the worker, and resumes a .partial cut mid-block", async () => {
     const dir = await dest();
     const path = "sysext/kubernetes.raw";
@@ -224,6 +225,17 @@ describe("downloadRelease from a mirror", () => {
     await expectRelease(dir);
   });
 
+  it("waits no longer than retry.maxRetryAfterMs, whatever Retry-After asks", async () => {
+    mirror.setFaults((r) =>
+      r.path === "os/blobs/sha256-2" && r.nth === 0 ? { kind: "status", status: 503, retryAfter: "3600" } : undefined,
+    );
+    const dir = await dest();
+    // an hour asked, 10 ms allowed: the download finishes instead of sleeping past the test's timeout
+    await download(fx, mirror, dir, { retry: { maxRetryAfterMs: 10 } });
+    mirror.setFaults(undefined);
+    await expectRelease(dir);
+  });
+
   it("refuses a 404 without retrying, with the status and the problem", async () => {
     mirror.setFaults((r) =>
       r.path === "os/blobs/sha256-1" ? { kind: "status", status: 409, code: "UPGRADE_IN_PROGRESS" } : undefined,
@@ -238,10 +250,27 @@ describe("downloadRelease from a mirror", () => {
     expect(mirror.log.filter((r) => r.path === "os/blobs/sha256-1")).toHaveLength(1);
   });
 
+  it("carries the refusal's problem as a StratumApiError, its sensitive details redacted", async () => {
+    const secret = "node-key-that-must-not-leak";
+    mirror.setFaults((r) =>
+      r.path === "os/blobs/sha256-2"
+        ? { kind: "status", status: 403, code: "FORBIDDEN", details: { nodeKey: secret, reason: "not yours" } }
+        : undefined,
+    );
+    const error = await failure(download(fx, mirror, await dest()));
+    mirror.setFaults(undefined);
+    expect(error).toMatchObject({ reason: "refused", status: 403, path: "os/blobs/sha256-2" });
+    const cause = (error as ReleaseDownloadError).cause as StratumApiError;
+    expect(cause).toBeInstanceOf(StratumApiError);
+    expect(cause).toMatchObject({ code: "FORBIDDEN", status: 403 });
+    expect(cause.details).toEqual({ nodeKey: "[redacted]", reason: "not yours" });
+    expect(inspect(error, { depth: 10 })).not.toContain(secret);
+  });
+
   it("does not trust a mirror whose certificate does not chain to the CA given", async () => {
     const other = await makeTestPki();
     const error = await failure(
-      downloadRelease({
+      downloadReleaseFrom({
         upgrade: { to: fx.release, source: mirror.url },
         mirror: { ca: other.caPem },
         destDir: await dest(),
@@ -257,7 +286,7 @@ describe("downloadRelease from a mirror", () => {
     const client = new Client(`https://127.0.0.1:${served.port}`, { connect: { ca: served.caPem } });
     try {
       const dir = await dest();
-      const result = await downloadRelease({
+      const result = await downloadReleaseFrom({
         upgrade: { from: "0.5.0", to: fx.release, served: true },
         source: dispatcherSource(client, "/v1/join/registrations/jn-123/release"),
         destDir: dir,
@@ -274,18 +303,18 @@ describe("downloadRelease from a mirror", () => {
 
   it("refuses impossible options before any request", async () => {
     const base = { destDir: await dest(), trustedKeys: [fx.keys[0]!.publicKeyPem] };
-    await expect(downloadRelease({ ...base, upgrade: { to: "0.6.0", served: true } })).rejects.toBeInstanceOf(
+    await expect(downloadReleaseFrom({ ...base, upgrade: { to: "0.6.0", served: true } })).rejects.toBeInstanceOf(
       ReleaseArgumentError,
     );
     await expect(
-      downloadRelease({ ...base, upgrade: { to: "0.6.0", source: "http://mirror.example/r" } }),
+      downloadReleaseFrom({ ...base, upgrade: { to: "0.6.0", source: "http://mirror.example/r" } }),
     ).rejects.toBeInstanceOf(ReleaseArgumentError);
     await expect(
-      downloadRelease({ ...base, upgrade: { to: "0.6.0", source: mirror.url }, concurrency: 0 }),
+      downloadReleaseFrom({ ...base, upgrade: { to: "0.6.0", source: mirror.url }, concurrency: 0 }),
     ).rejects.toBeInstanceOf(ReleaseArgumentError);
     mirror.log.length = 0;
     await expect(
-      downloadRelease({
+      downloadReleaseFrom({
         ...base,
         trustedKeys: [],
         upgrade: { to: "0.6.0", source: mirror.url },
@@ -293,7 +322,7 @@ describe("downloadRelease from a mirror", () => {
       }),
     ).rejects.toBeInstanceOf(ReleaseArgumentError);
     await expect(
-      downloadRelease({
+      downloadReleaseFrom({
         ...base,
         threshold: 2,
         upgrade: { to: "0.6.0", source: mirror.url },

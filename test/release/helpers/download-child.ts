@@ -2,7 +2,7 @@
  * Runs one downloadRelease in its own process, so a test can SIGKILL it mid-download.
  * argv[2]: JSON { url, ca, destDir, release, key }. Prints `progress <bytesDone>` lines, then `done`.
  */
-import { downloadRelease } from "../../../src/release/download.js";
+import { downloadReleaseFrom } from "../../../src/release/download/index.js";
 
 const config = JSON.parse(process.argv[2] ?? "{}") as {
   url: string;
@@ -11,7 +11,7 @@ const config = JSON.parse(process.argv[2] ?? "{}") as {
   release: string;
   key: string;
 };
-await downloadRelease({
+await downloadReleaseFrom({
   upgrade: { to: config.release, source: config.url },
   mirror: { ca: config.ca },
   destDir: config.destDir,

@@ -16,7 +16,7 @@ import { makeTestPki, type TestPki } from "./pki.js";
 /** One way to break an answer. */
 export type MirrorFault =
   /** Answer this status (503, 429, 404…) with a problem body and maybe Retry-After. */
-  | { kind: "status"; status: number; retryAfter?: string; code?: string }
+  | { kind: "status"; status: number; retryAfter?: string; code?: string; details?: Record<string, unknown> }
   /** Ignore Range and If-Range: answer 200 with the whole file. */
   | { kind: "ignore-range" }
   /** Honour Range but not If-Range (a 206 even when the ETag changed). */
@@ -161,6 +161,7 @@ export async function startMirror(options: MirrorOptions): Promise<Mirror> {
           title: "injected",
           code: status.code ?? (status.status === 503 ? "RELEASE_BUSY" : `HTTP_${status.status}`),
           requestId: `rq-${request.n}`,
+          ...(status.details ? { details: status.details } : {}),
         }),
       );
       return;

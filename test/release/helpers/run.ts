@@ -4,18 +4,22 @@
  */
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { downloadRelease, type DownloadReleaseOptions, type DownloadedRelease } from "../../../src/release/download.js";
+import {
+  downloadReleaseFrom,
+  type DownloadReleaseOptions,
+  type DownloadedRelease,
+} from "../../../src/release/download/index.js";
 import type { Mirror } from "./mirror.js";
 import type { Fixture } from "./release.js";
 
-/** downloadRelease from `mirror` into `destDir`, trusting the fixture's first key, with millisecond backoff. */
+/** downloadReleaseFrom from `mirror` into `destDir`, trusting the fixture's first key, with millisecond backoff. */
 export function download(
   fx: Fixture,
   mirror: Mirror,
   destDir: string,
   extra: Partial<DownloadReleaseOptions> = {},
 ): Promise<DownloadedRelease> {
-  return downloadRelease({
+  return downloadReleaseFrom({
     upgrade: { from: "0.5.0", to: fx.release, source: mirror.url },
     mirror: { ca: mirror.caPem },
     destDir,
