@@ -76,7 +76,16 @@ export type { ReleaseLimits } from "../release/verify.js";
 export type { ReleasePublicKeyInput } from "../release/keys.js";
 export type { ReleaseFile, ReleaseManifest } from "../release/manifest.js";
 export type { BackoffOptions } from "../core/retry.js";
-export type { CodeCheck, Registration, JoinState, ProgressReport, Delivery, Inventory, components } from "../types.js";
+export type {
+  CodeCheck,
+  Registration,
+  JoinState,
+  ProgressReport,
+  Delivery,
+  Inventory,
+  Upgrade,
+  components,
+} from "../types.js";
 // The errors the joiner throws, including those it shares with the root entry (the same
 // classes: `instanceof` works whichever entry a caller imports them from).
 export {
