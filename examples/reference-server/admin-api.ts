@@ -80,6 +80,13 @@ function joinRoutes(router: Router, deps: AdminDeps): void {
     sendJson(ctx, 200, join);
   });
 
+  // The same check as approve, with nothing stored: what the console shows before it approves.
+  router.add("POST", "/v1/admin/cluster/joins/:joinId/approval-preview", async (ctx) => {
+    authorize(store, ctx, "ha:ApproveNodeJoin");
+    const body = parseBody(ApprovalSchema, (await readJson(ctx, deps.bodyBytes)) ?? {});
+    sendJson(ctx, 200, { assignment: cluster.previewApproval(ctx.params.joinId!, body) });
+  });
+
   router.add("POST", "/v1/admin/cluster/joins/:joinId/reject", async (ctx) => {
     const who = authorize(store, ctx, "ha:ApproveNodeJoin");
     const raw = await readJson(ctx, deps.bodyBytes);

@@ -21,7 +21,7 @@
  * @module
  */
 
-import type { CodeCheck, JoinCodeInfo, MintedJoinCode, NodeJoin, Registration } from "@stratum/join";
+import type { Assignment, CodeCheck, JoinCodeInfo, MintedJoinCode, NodeJoin, Registration } from "@stratum/join";
 import type { ClusterCa } from "@stratum/join/server";
 import type { ClusterSettings } from "./config.js";
 import {
@@ -221,6 +221,11 @@ export class Cluster {
       waitReason: join.state === "approved" ? this.#queue.waitReason(join) : undefined,
       ...(logTail ? { logTail } : {}),
     });
+  }
+
+  /** The assignment an approval would apply, or the refusal it would get; changes nothing. */
+  previewApproval(joinId: string, input: ApprovalInput): Assignment {
+    return this.#decisions.preview(joinId, input);
   }
 
   /** Approves a pending (or failed) join with its completed assignment; 409 with field errors when it does not fit. */

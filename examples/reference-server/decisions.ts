@@ -1,15 +1,19 @@
 /**
- * The operator's decisions on a registration: approve it with an assignment, reject it, or
- * retry it after a failed step.
+ * The operator's decisions on a registration: approve it with an assignment (or preview the
+ * assignment an approval would apply), reject it, or retry it after a failed step. A preview
+ * and an approval go through one check (`#decide`), so they cannot disagree: the preview
+ * answers what the approval would store, or the same refusal.
  * @module
  */
 
+import type { Assignment } from "@stratum/join";
 import { checkApproval } from "./approval.js";
 import type { ClusterContext } from "./context.js";
 import { HttpProblem } from "./http.js";
 import { newNodeId } from "./ids.js";
 import type { JoinRow, StoredAssignment } from "./rows.js";
 import type { ApprovalInput } from "./schemas.js";
+import { assignmentView } from "./views.js";
 
 /** The states a join can be rejected in: it has not started delivering. */
 const REJECTABLE: readonly JoinRow["state"][] = ["needs-upgrade", "pending", "approved"];
@@ -53,6 +57,11 @@ export class Decisions {
         errors: outcome.errors,
       });
     return { join, assignment: outcome.assignment };
+  }
+
+  /** The assignment an approval with `input` would apply now, or the refusal it would get. Changes nothing. */
+  preview(joinId: string, input: ApprovalInput): Assignment {
+    return assignmentView(this.#decide(joinId, input).assignment);
   }
 
   /** Approves a pending (or failed) join with its completed assignment, queued for delivery. */

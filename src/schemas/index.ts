@@ -354,6 +354,9 @@ export const NodeJoinSchema = z.object({
 /** `NodeJoinList`: registrations, newest first. */
 export const NodeJoinListSchema = z.object({ items: z.array(NodeJoinSchema) });
 
+/** `ApprovalPreview`: what an approval with the same body would apply now (`previewApproval`). */
+export const ApprovalPreviewSchema = z.object({ assignment: AssignmentSchema });
+
 /** `JoinCodeState`. */
 export const JoinCodeStateSchema = z.enum(["live", "expired", "revoked"]);
 
@@ -466,6 +469,7 @@ export type AdminOperationId =
   | "listNodeJoins"
   | "getNodeJoin"
   | "approveNodeJoin"
+  | "previewApproval"
   | "rejectNodeJoin"
   | "retryNodeJoin"
   | "listClusterMembers"
@@ -491,6 +495,7 @@ const adminResponseSchemas: Record<AdminOperationId, z.ZodMiniType> = {
   listNodeJoins: NodeJoinListSchema,
   getNodeJoin: NodeJoinSchema,
   approveNodeJoin: NodeJoinSchema,
+  previewApproval: ApprovalPreviewSchema,
   rejectNodeJoin: NodeJoinSchema,
   retryNodeJoin: NodeJoinSchema,
   listClusterMembers: MemberListSchema,
