@@ -29,7 +29,11 @@ export type Row = Record<string, unknown>;
 /** A value SQLite binds. */
 export type SqlValue = string | number | bigint | null;
 
-/** How long a writer waits for another connection's lock before SQLITE_BUSY. */
+/**
+ * How long a writer waits for another connection's lock before SQLITE_BUSY. The server has one
+ * connection; only an outside reader (a backup, an operator's sqlite3 shell) takes a lock, and
+ * briefly: 5 s outlasts it without holding a request for long.
+ */
 const BUSY_TIMEOUT_MS = 5000;
 
 /** The settings the store relies on, with the value each must read back as. */

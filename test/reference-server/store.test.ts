@@ -14,10 +14,13 @@ const dir = mkdtempSync(join(tmpdir(), "stratum-store-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe("the store's engine", () => {
-  it("runs WAL, synchronous FULL, secure_delete and foreign keys, in a 0600 file", () => {
+  it("runs WAL, synchronous FULL, secure_delete and foreign keys, in 0600 files", () => {
     const path = join(dir, "settings.db");
     const store = new Store(path);
     try {
+      store.tx(() => store.setMeta("secret", "x"));
+      // The WAL holds the latest changes (secrets included) until a checkpoint: 0600 like the database.
+      expect(statSync(`${path}-wal`).mode & 0o777).toBe(0o600);
       expect(readPragma(store.db, "journal_mode")).toBe("wal");
       expect(readPragma(store.db, "synchronous")).toBe(2);
       expect(readPragma(store.db, "secure_delete")).toBe(1);
