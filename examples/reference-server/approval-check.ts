@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Inventory, Link } from "@stratum/join";
+import { RUNNING_JOIN_STATES, type Inventory, type JoinState, type Link } from "@stratum/join";
 import { bareIp } from "./addresses.js";
 import type { ClusterSettings } from "./config.js";
 import type { FieldError } from "./http.js";
@@ -43,7 +43,7 @@ export interface ApprovalCheck extends ApprovalContext {
  * States whose assignment holds its addresses (spec: "approved, running or failed"): a failed
  * join keeps them for its retry.
  */
-const HOLDING_STATES: ReadonlySet<string> = new Set(["approved", "delivering", "installing", "failed"]);
+const HOLDING_STATES: ReadonlySet<JoinState> = new Set(["approved", ...RUNNING_JOIN_STATES, "failed"]);
 
 /** The addresses of an assignment's links, without prefix. */
 export function assignmentIps(assignment: StoredAssignment | null | undefined): string[] {

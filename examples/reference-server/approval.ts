@@ -12,6 +12,7 @@
  * @module
  */
 
+import type { JoinState } from "@stratum/join";
 import { copyAssignment } from "./approval-copy.js";
 import { newApprovalCheck, type ApprovalCheck, type ApprovalContext } from "./approval-check.js";
 import { checkDisks } from "./approval-disks.js";
@@ -30,7 +31,7 @@ export type { ApprovalContext } from "./approval-check.js";
 export const MAX_CONTROL_PLANE = 5;
 
 /** States that will become a control-plane member without another approval. */
-const QUEUED_STATES: ReadonlySet<string> = new Set(["approved"]);
+const QUEUED_STATES: ReadonlySet<JoinState> = new Set(["approved"]);
 
 /** The outcome: the completed assignment, or the field errors. */
 export type ApprovalOutcome = { ok: true; assignment: StoredAssignment } | { ok: false; errors: FieldError[] };

@@ -2,7 +2,7 @@
  * What every part of the founder shares: the store, the configuration, the cluster's identity
  * and secrets, the current CA, and the few reads they all make (the membership generation,
  * whether an upgrade runs, a join by id). join-codes.ts, registrations.ts, decisions.ts and
- * delivery-queue.ts each hold one; cluster.ts makes it.
+ * delivery-queue.ts each hold one; data-dir.ts makes it when the cluster opens.
  * @module
  */
 

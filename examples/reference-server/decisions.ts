@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Assignment } from "@stratum/join";
+import { WAITING_JOIN_STATES, type Assignment, type JoinState } from "@stratum/join";
 import { checkApproval } from "./approval.js";
 import type { ClusterContext } from "./context.js";
 import { HttpProblem } from "./http.js";
@@ -16,7 +16,7 @@ import type { ApprovalInput } from "./schemas.js";
 import { assignmentView } from "./views.js";
 
 /** The states a join can be rejected in: it has not started delivering. */
-const REJECTABLE: readonly JoinRow["state"][] = ["needs-upgrade", "pending", "approved"];
+const REJECTABLE: readonly JoinState[] = [...WAITING_JOIN_STATES, "approved"];
 
 /** The operator's decisions. */
 export class Decisions {

@@ -5,7 +5,14 @@
  * @module
  */
 
-import { RUNNING_JOIN_STATES, type JoinCodeInfo, type Member, type NodeJoin, type Registration } from "@stratum/join";
+import {
+  RUNNING_JOIN_STATES,
+  WAITING_JOIN_STATES,
+  type JoinCodeInfo,
+  type Member,
+  type NodeJoin,
+  type Registration,
+} from "@stratum/join";
 import type { JoinCodeRow, JoinRow, MemberRow, StoredAssignment } from "./rows.js";
 
 /** An ISO 8601 time from epoch ms. */
@@ -81,9 +88,7 @@ export function nodeJoinView(
     ...(options.logTail ? { logTail: options.logTail } : {}),
     createdAt: iso(join.createdAt),
     updatedAt: iso(join.updatedAt),
-    ...(join.expiresAt !== null && (join.state === "pending" || join.state === "needs-upgrade")
-      ? { expiresAt: iso(join.expiresAt) }
-      : {}),
+    ...(join.expiresAt !== null && WAITING_JOIN_STATES.includes(join.state) ? { expiresAt: iso(join.expiresAt) } : {}),
   };
 }
 
