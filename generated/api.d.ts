@@ -335,6 +335,33 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/cluster/joins/{joinId}/approval-preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The assignment an approval would apply, without approving.
+         * @description For a console that shows the operator what will be applied before it approves: the
+         *     complete assignment an `approveNodeJoin` with the same body would apply now, defaults
+         *     filled in and addresses allocated, or the refusal it would get (the same 409
+         *     `JOIN_APPROVAL_REFUSED` with field `errors`, 409 `JOIN_STATE_CONFLICT`, 404 and 400). The
+         *     preview and the approval run the same check, so they cannot disagree; only a change
+         *     between the two (another approval taking an address, a member joining) can make the
+         *     approval differ. Nothing changes on the founder and nothing is audited. Gates on
+         *     `ha:ApproveNodeJoin`, like the approval.
+         */
+        post: operations["previewApproval"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/cluster/joins/{joinId}/reject": {
         parameters: {
             query?: never;
@@ -1356,6 +1383,10 @@ export interface components {
         /** @description Registrations, newest first. */
         NodeJoinList: {
             items: components["schemas"]["NodeJoin"][];
+        };
+        /** @description What an approval with the same body would apply now. */
+        ApprovalPreview: {
+            assignment: components["schemas"]["Assignment"];
         };
         /**
          * @description Everything about a joiner, chosen on the founder. It becomes the joiner's node.yaml and
@@ -2400,6 +2431,45 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["NodeJoin"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+        };
+    };
+    previewApproval: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The registration's id, e.g. `nj-8w2k4m1p`. */
+                joinId: components["parameters"]["JoinId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "assignment": {
+                 *         "rack": "r2"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Approval"];
+            };
+        };
+        responses: {
+            /** @description The assignment the approval would apply. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApprovalPreview"];
                 };
             };
             400: components["responses"]["BadRequest"];

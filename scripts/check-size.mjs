@@ -27,7 +27,7 @@ const BUDGET = 10_000;
 const builtins = new Set(builtinModules.flatMap((name) => [name, `node:${name}`]));
 /** Parts of the SDK (in the installed package) that only Node may load. */
 const NODE_ONLY =
-  /node_modules\/(undici|@peculiar|@serenity-kit|libsql|better-sqlite3)\/|@stratum\/join\/dist\/(node|release|server|cli)\//;
+  /node_modules\/(undici|@peculiar|@serenity-kit|libsql)\/|@stratum\/join\/dist\/(node|release|server|cli)\//;
 
 /** The first ```ts block after the heading `## The console…` of README.md. */
 export function consoleSnippet(readme = readFileSync(join(root, "README.md"), "utf8")) {

@@ -26,9 +26,17 @@ export interface AdminDeps {
 
 /** The admin API's routes. */
 export function adminRouter(deps: AdminDeps): Router {
+  const router = new Router();
+  joinCodeRoutes(router, deps);
+  joinRoutes(router, deps);
+  clusterRoutes(router, deps);
+  return router;
+}
+
+/** Mint, list and revoke join codes. */
+function joinCodeRoutes(router: Router, deps: AdminDeps): void {
   const { cluster } = deps;
   const store = cluster.store;
-  const router = new Router();
 
   router.add("POST", "/v1/admin/cluster/join-codes", async (ctx) => {
     const who = authorize(store, ctx, "ha:MintJoinToken");
@@ -47,6 +55,12 @@ export function adminRouter(deps: AdminDeps): Router {
     const who = authorize(store, ctx, "ha:RevokeJoinToken");
     sendJson(ctx, 200, cluster.revokeCode(who.name, ctx.params.codeId!));
   });
+}
+
+/** List and read registrations, and the operator's decisions on them. */
+function joinRoutes(router: Router, deps: AdminDeps): void {
+  const { cluster } = deps;
+  const store = cluster.store;
 
   router.add("GET", "/v1/admin/cluster/joins", (ctx) => {
     authorize(store, ctx, "ha:DescribeNodeJoins");
@@ -64,6 +78,13 @@ export function adminRouter(deps: AdminDeps): Router {
     const join = cluster.approve(who.name, ctx.params.joinId!, body);
     deps.kickRunner();
     sendJson(ctx, 200, join);
+  });
+
+  // The same check as approve, with nothing stored: what the console shows before it approves.
+  router.add("POST", "/v1/admin/cluster/joins/:joinId/approval-preview", async (ctx) => {
+    authorize(store, ctx, "ha:ApproveNodeJoin");
+    const body = parseBody(ApprovalSchema, (await readJson(ctx, deps.bodyBytes)) ?? {});
+    sendJson(ctx, 200, { assignment: cluster.previewApproval(ctx.params.joinId!, body) });
   });
 
   router.add("POST", "/v1/admin/cluster/joins/:joinId/reject", async (ctx) => {
@@ -86,6 +107,12 @@ export function adminRouter(deps: AdminDeps): Router {
     deps.kickRunner();
     sendJson(ctx, 200, join);
   });
+}
+
+/** Members, networks, and the cluster events a test or the console can cause. */
+function clusterRoutes(router: Router, deps: AdminDeps): void {
+  const { cluster } = deps;
+  const store = cluster.store;
 
   router.add("GET", "/v1/admin/cluster/members", (ctx) => {
     authorize(store, ctx, "ha:DescribeCluster");
@@ -116,6 +143,4 @@ export function adminRouter(deps: AdminDeps): Router {
     deps.kickRunner();
     sendJson(ctx, 200, state);
   });
-
-  return router;
 }

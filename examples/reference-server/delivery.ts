@@ -10,7 +10,7 @@ import { stringify } from "yaml";
 import type { Bundle, ClusterNode, Delivery } from "@stratum/join";
 import { bareIp, inNetwork, parseCidr } from "./addresses.js";
 import type { ClusterSettings } from "./config.js";
-import type { MemberRow, StoredAssignment } from "./store.js";
+import type { MemberRow, StoredAssignment } from "./rows.js";
 
 /** The cluster's secrets a joiner adopts, generated once per cluster. */
 export interface ClusterSecrets {

@@ -5,15 +5,15 @@
  * @module
  */
 
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
 import { createServer as createHttpsServer, type Server as HttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { isIP } from "node:net";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
-import { issueNodeCertificate } from "@stratum/join/server";
-import { adminRouter } from "./admin-api.js";
+import { issueNodeCertificate, writeFileDurably } from "@stratum/join/server";
+import { adminRouter, type AdminDeps } from "./admin-api.js";
 import { PERMISSIONS, createToken, putToken, type Permission } from "./auth.js";
 import { Cluster, type UpgradeState } from "./cluster.js";
 import {
@@ -72,8 +72,15 @@ export interface ReferenceServer {
   close(): Promise<void>;
 }
 
+/** The admin API listens on loopback unless told otherwise: a token on the LAN is the operator's choice. */
 const ADMIN_DEFAULT = "127.0.0.1:8080";
+/** The join listener's port is the protocol's (a join URL without a port means 9444). */
 const JOIN_DEFAULT = "127.0.0.1:9444";
+/** The release a cluster runs when the configuration names none (the demo's and the tests'). */
+const DEFAULT_CLUSTER_RELEASE = "0.6.0";
+/** How long an idle admin connection stays open: longer than watchJoins's 2 s poll, so a console keeps one. */
+const ADMIN_KEEP_ALIVE_MS = 10_000;
+/** Browser origins on this machine (any port) may call the admin API: a console in local development. */
 const LOOPBACK_ORIGIN = /^https?:\/\/(localhost|127\.\d+\.\d+\.\d+|\[::1\])(:\d+)?$/i;
 
 const isWildcard = (host: string): boolean => host === "0.0.0.0" || host === "::" || host === "";
@@ -98,21 +105,13 @@ function corsPolicy(origins: ReferenceServerConfig["corsOrigins"]): CorsPolicy {
 
 const stdoutLogger: Logger = (line) => process.stdout.write(`${line}\n`);
 
-/**
- * Starts a reference server.
- *
- * On first start in an empty data directory it makes the cluster CA, the OPAQUE server setup,
- * the cluster (a founder member, storage and overlay networks, secrets) and the bootstrap
- * admin token; later starts find them all again.
- */
-export async function startReferenceServer(config: ReferenceServerConfig): Promise<ReferenceServer> {
-  const log = config.log ?? stdoutLogger;
+/** The cluster in the data directory, with the configuration's limits, durations and release (defaults filled in). */
+async function openCluster(
+  config: ReferenceServerConfig,
+): Promise<{ cluster: Cluster; limits: Limits; timing: Timing; clusterRelease: string }> {
   const limits: Limits = { ...DEFAULT_LIMITS, ...(config.limits ?? {}) };
   const timing: Timing = { ...DEFAULT_TIMING, ...(config.timing ?? {}) };
-  const clusterRelease = config.clusterRelease ?? "0.6.0";
-  const admin = splitAddr(config.adminAddr ?? ADMIN_DEFAULT, 8080);
-  const joinAddr = splitAddr(config.joinAddr ?? JOIN_DEFAULT, 9444);
-
+  const clusterRelease = config.clusterRelease ?? DEFAULT_CLUSTER_RELEASE;
   const cluster = await Cluster.open({
     dataDir: config.dataDir,
     clusterRelease,
@@ -124,35 +123,124 @@ export async function startReferenceServer(config: ReferenceServerConfig): Promi
       releaseAvailability(clusterRelease, { releaseDir: config.releaseDir, releaseMirror: config.releaseMirror }),
     faultHook: config.faultHook,
   });
-  const { store } = cluster;
+  return { cluster, limits, timing, clusterRelease };
+}
 
-  // ---- the bootstrap admin token ----
-  let adminToken: string;
-  let adminTokenCreated = false;
-  let adminTokenFile: string | undefined;
-  if (config.adminToken) {
-    adminToken = config.adminToken;
-  } else {
-    adminTokenFile = join(config.dataDir, "admin-token");
-    if (existsSync(adminTokenFile)) {
-      adminToken = readFileSync(adminTokenFile, "utf8").trim();
-    } else {
-      adminToken = newApiToken();
-      writeFileSync(adminTokenFile, `${adminToken}\n`, { mode: 0o600 });
-      adminTokenCreated = true;
-    }
+/** The bootstrap admin token: the configured one, else the data directory's, else a new one written there (0600). */
+async function bootstrapAdminToken(
+  config: ReferenceServerConfig,
+): Promise<{ adminToken: string; adminTokenCreated: boolean; adminTokenFile: string | undefined }> {
+  if (config.adminToken) return { adminToken: config.adminToken, adminTokenCreated: false, adminTokenFile: undefined };
+  const adminTokenFile = join(config.dataDir, "admin-token");
+  if (existsSync(adminTokenFile)) {
+    return { adminToken: readFileSync(adminTokenFile, "utf8").trim(), adminTokenCreated: false, adminTokenFile };
   }
-  putToken(store, { id: "bootstrap-admin", name: "bootstrap-admin", token: adminToken, permissions: PERMISSIONS });
+  const adminToken = newApiToken();
+  await writeFileDurably(adminTokenFile, `${adminToken}\n`, { mode: 0o600 });
+  return { adminToken, adminTokenCreated: true, adminTokenFile };
+}
 
-  // ---- the join listener ----
-  const joinHosts = new Set<string>();
-  if (isWildcard(joinAddr.host)) machineAddresses().forEach((a) => joinHosts.add(a));
-  else joinHosts.add(joinAddr.host);
-  if (isLoopbackHost(joinAddr.host) || isWildcard(joinAddr.host))
-    ["localhost", "127.0.0.1", "::1"].forEach((h) => joinHosts.add(h));
-  for (const h of config.joinHosts ?? []) joinHosts.add(h);
-  if (cluster.settings.vips.api) joinHosts.add(cluster.settings.vips.api);
-  if (config.joinEndpoint) joinHosts.add(splitAddr(config.joinEndpoint, 9444).host);
+/** The names the join listener's leaf carries: its bind address (every address on a wildcard), loopback names, the API VIP, the configured extras. */
+function joinListenerHosts(config: ReferenceServerConfig, joinHost: string, cluster: Cluster): string[] {
+  const hosts = new Set<string>();
+  if (isWildcard(joinHost)) machineAddresses().forEach((a) => hosts.add(a));
+  else hosts.add(joinHost);
+  if (isLoopbackHost(joinHost) || isWildcard(joinHost)) ["localhost", "127.0.0.1", "::1"].forEach((h) => hosts.add(h));
+  for (const h of config.joinHosts ?? []) hosts.add(h);
+  if (cluster.settings.vips.api) hosts.add(cluster.settings.vips.api);
+  if (config.joinEndpoint) hosts.add(splitAddr(config.joinEndpoint, 9444).host);
+  return [...hosts];
+}
+
+/**
+ * Opens or closes the listener after any committed change (coalesced, since changes come in
+ * bursts). Returns the function that stops it.
+ */
+function reconcileOnChange(store: Store, listener: JoinListener, log: Logger): () => void {
+  let pending = false;
+  const onChange = (): void => {
+    if (pending) return;
+    pending = true;
+    setImmediate(() => {
+      pending = false;
+      listener
+        .reconcile()
+        .catch((error: Error) => log(`${new Date().toISOString()} join listener error ${error.message}`));
+    });
+  };
+  store.on("change", onChange);
+  return () => store.off("change", onChange);
+}
+
+/** A listening admin API. */
+interface AdminServer {
+  server: HttpServer | HttpsServer;
+  url: string;
+  /** Gives the HTTPS server a leaf of the current CA (after a rotation); nothing on plain HTTP. */
+  reissueLeaf(): Promise<void>;
+}
+
+/** Starts the admin API on `admin`: plain HTTP on loopback, else HTTPS with a cluster-CA leaf for its address. */
+async function startAdminServer(options: {
+  cluster: Cluster;
+  admin: { host: string; port: number };
+  config: ReferenceServerConfig;
+  log: Logger;
+  deps: Omit<AdminDeps, "cluster" | "afterCaRotation"> & { afterCaRotation: () => Promise<void> };
+}): Promise<AdminServer> {
+  const { cluster, admin } = options;
+  const tls = !isLoopbackHost(admin.host);
+  const leaf = async (): Promise<{ cert: string; key: string; minVersion: "TLSv1.2" }> => {
+    const founder = cluster.store.listMembers()[0]!;
+    const hosts = isWildcard(admin.host) ? machineAddresses() : [admin.host];
+    const issued = await issueNodeCertificate(cluster.ca, { nodeId: founder.nodeId, hosts });
+    return { cert: `${issued.certPem}${cluster.ca.certPem}`, key: issued.keyPem!, minVersion: "TLSv1.2" };
+  };
+  const handler = createRequestHandler({
+    name: "admin",
+    log: options.log,
+    cors: corsPolicy(options.config.corsOrigins),
+    router: adminRouter({ cluster, ...options.deps }),
+  });
+  const server = tls ? createHttpsServer(await leaf(), handler) : createHttpServer(handler);
+  server.keepAliveTimeout = ADMIN_KEEP_ALIVE_MS;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(admin.port, admin.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  return {
+    server,
+    url: `${tls ? "https" : "http"}://${hostPort(isWildcard(admin.host) ? "127.0.0.1" : admin.host, port)}`,
+    reissueLeaf: async () => {
+      if (tls) (server as HttpsServer).setSecureContext(await leaf());
+    },
+  };
+}
+
+/**
+ * Starts a reference server.
+ *
+ * On first start in an empty data directory it makes the cluster CA, the OPAQUE server setup,
+ * the cluster (a founder member, storage and overlay networks, secrets) and the bootstrap
+ * admin token; later starts find them all again.
+ */
+export async function startReferenceServer(config: ReferenceServerConfig): Promise<ReferenceServer> {
+  const log = config.log ?? stdoutLogger;
+  const { cluster, limits, timing, clusterRelease } = await openCluster(config);
+  const admin = splitAddr(config.adminAddr ?? ADMIN_DEFAULT, 8080);
+  const joinAddr = splitAddr(config.joinAddr ?? JOIN_DEFAULT, 9444);
+  const { store } = cluster;
+  const token = await bootstrapAdminToken(config);
+  putToken(store, {
+    id: "bootstrap-admin",
+    name: "bootstrap-admin",
+    token: token.adminToken,
+    permissions: PERMISSIONS,
+  });
 
   let runner: Runner | undefined;
   const kickRunner = (): void => runner?.kick();
@@ -163,7 +251,7 @@ export async function startReferenceServer(config: ReferenceServerConfig): Promi
     log,
     host: joinAddr.host,
     port: joinAddr.port,
-    hosts: [...joinHosts],
+    hosts: joinListenerHosts(config, joinAddr.host, cluster),
     releaseDir: config.releaseDir,
     clusterRelease,
     kickRunner,
@@ -173,70 +261,35 @@ export async function startReferenceServer(config: ReferenceServerConfig): Promi
     ? (machineAddresses().find((a) => isIP(a) === 4) ?? "127.0.0.1")
     : joinAddr.host;
   const defaultEndpoint = (): string => config.joinEndpoint ?? hostPort(advertisedHost, listener.port);
+  const stopReconciling = reconcileOnChange(store, listener, log);
 
-  // Any committed change may open or close the listener; coalesced, since changes come in bursts.
-  let reconcilePending = false;
-  const onChange = (): void => {
-    if (reconcilePending) return;
-    reconcilePending = true;
-    setImmediate(() => {
-      reconcilePending = false;
-      listener
-        .reconcile()
-        .catch((error: Error) => log(`${new Date().toISOString()} join listener error ${error.message}`));
-    });
+  // Both TLS leaves chain to the CA: a rotation re-issues them.
+  let adminServer: AdminServer | undefined;
+  const reissueLeaves = async (): Promise<void> => {
+    await listener.issueLeaf();
+    await adminServer?.reissueLeaf();
   };
-  store.on("change", onChange);
-
-  // ---- the admin API ----
-  const tls = !isLoopbackHost(admin.host);
-  const adminLeaf = async (): Promise<{ cert: string; key: string }> => {
-    const founder = store.listMembers()[0]!;
-    const hosts = isWildcard(admin.host) ? machineAddresses() : [admin.host];
-    const leaf = await issueNodeCertificate(cluster.ca, { nodeId: founder.nodeId, hosts });
-    return { cert: `${leaf.certPem}${cluster.ca.certPem}`, key: leaf.keyPem! };
-  };
-  const handler = createRequestHandler({
-    name: "admin",
-    log,
-    cors: corsPolicy(config.corsOrigins),
-    router: adminRouter({
-      cluster,
-      bodyBytes: limits.bodyBytes,
-      defaultEndpoint,
-      ensureListener: () => listener.reconcile(),
-      afterCaRotation: async () => {
-        await listener.issueLeaf();
-        if (adminServer && tls)
-          (adminServer as HttpsServer).setSecureContext({ ...(await adminLeaf()), minVersion: "TLSv1.2" });
-      },
-      kickRunner,
-    }),
-  });
-  let adminServer: HttpServer | HttpsServer | undefined;
-  adminServer = tls
-    ? createHttpsServer({ ...(await adminLeaf()), minVersion: "TLSv1.2" }, handler)
-    : createHttpServer(handler);
-  adminServer.keepAliveTimeout = 10_000;
-  const server = adminServer;
   try {
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(admin.port, admin.host, () => {
-        server.off("error", reject);
-        resolve();
-      });
+    adminServer = await startAdminServer({
+      cluster,
+      admin,
+      config,
+      log,
+      deps: {
+        bodyBytes: limits.bodyBytes,
+        defaultEndpoint,
+        ensureListener: () => listener.reconcile(),
+        afterCaRotation: reissueLeaves,
+        kickRunner,
+      },
     });
   } catch (error) {
     await listener.shutdown();
-    store.off("change", onChange);
+    stopReconciling();
     cluster.close();
     throw error;
   }
-  const adminPort = (server.address() as AddressInfo).port;
-  const adminUrl = `${tls ? "https" : "http"}://${hostPort(isWildcard(admin.host) ? "127.0.0.1" : admin.host, adminPort)}`;
 
-  // ---- the runner ----
   runner = new Runner({
     cluster,
     tickMs: timing.tickMs,
@@ -248,13 +301,43 @@ export async function startReferenceServer(config: ReferenceServerConfig): Promi
   });
   runner.start();
 
+  return serverHandle({
+    config,
+    cluster,
+    listener,
+    runner,
+    adminServer,
+    token,
+    joinHost: joinAddr.host,
+    defaultEndpoint,
+    reissueLeaves,
+    stopReconciling,
+  });
+}
+
+/** The running server's handle, over its parts. */
+function serverHandle(parts: {
+  config: ReferenceServerConfig;
+  cluster: Cluster;
+  listener: JoinListener;
+  runner: Runner;
+  adminServer: AdminServer;
+  token: Awaited<ReturnType<typeof bootstrapAdminToken>>;
+  joinHost: string;
+  defaultEndpoint: () => string;
+  reissueLeaves: () => Promise<void>;
+  stopReconciling: () => void;
+}): ReferenceServer {
+  const { cluster, listener, runner } = parts;
+  const { server } = parts.adminServer;
+  const { store } = cluster;
   let closed: Promise<void> | undefined;
   return {
-    adminUrl,
+    adminUrl: parts.adminServer.url,
     get joinEndpoint() {
-      return defaultEndpoint();
+      return parts.defaultEndpoint();
     },
-    joinHost: joinAddr.host,
+    joinHost: parts.joinHost,
     get joinPort() {
       return listener.port;
     },
@@ -267,33 +350,30 @@ export async function startReferenceServer(config: ReferenceServerConfig): Promi
     get caFingerprint() {
       return cluster.ca.fingerprint;
     },
-    adminToken,
-    adminTokenCreated,
-    adminTokenFile,
-    dataDir: config.dataDir,
+    ...parts.token,
+    dataDir: parts.config.dataDir,
     cluster,
     store,
     createToken: (permissions, name) => createToken(store, permissions, name),
     rotateCa: async () => {
       const rotation = await cluster.rotateCa("bootstrap-admin");
-      await listener.issueLeaf();
-      if (tls) (server as HttpsServer).setSecureContext({ ...(await adminLeaf()), minVersion: "TLSv1.2" });
+      await parts.reissueLeaves();
       return rotation;
     },
     setUpgrade: (inProgress, retryAfterSeconds) => {
       const state = cluster.setUpgrade("bootstrap-admin", { inProgress, retryAfterSeconds });
-      runner?.kick();
+      runner.kick();
       return state;
     },
     tick: async () => {
-      await runner?.idle();
-      runner?.kick();
-      await runner?.idle();
+      await runner.idle();
+      runner.kick();
+      await runner.idle();
     },
     close: () => {
       closed ??= (async () => {
-        await runner?.stop();
-        store.off("change", onChange);
+        await runner.stop();
+        parts.stopReconciling();
         await listener.shutdown();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());

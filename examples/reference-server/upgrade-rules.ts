@@ -8,7 +8,11 @@
 /** Why a release was refused, in the order the rules are checked. */
 export type MismatchReason = "malformed" | "newer" | "too-old" | "no-self-upgrade" | "not-available";
 
-/** How far behind (in minor versions, same major) a self-upgrade may start. */
+/**
+ * How far behind (in minor versions, same major) a self-upgrade may start: the spec's upgrade
+ * rules (openapi.yaml, info.description) fix two; further behind, the machine is reinstalled
+ * from the cluster's ISO.
+ */
 export const MAX_MINOR_BEHIND = 2;
 
 /** Where the founder can hand a joiner the cluster's release from. */
@@ -36,12 +40,13 @@ function compare(a: [number, number, number], b: [number, number, number]): numb
 }
 
 /**
- * Judges `release` against the cluster's: the same release passes; otherwise both must be
- * MAJOR.MINOR.PATCH (`malformed`), the joiner's older (`newer`), same major and at most two
- * minors behind (`too-old`), the joiner must have said it can upgrade itself
- * (`no-self-upgrade`), and the founder must be able to hand it the release (`not-available`).
+ * Applies the upgrade rules to a joiner's `release` against the cluster's: the same release
+ * passes as it is; otherwise both must be MAJOR.MINOR.PATCH (`malformed`), the joiner's older
+ * (`newer`), same major and at most two minors behind (`too-old`), the joiner must have said it
+ * can upgrade itself (`no-self-upgrade`), and the founder must be able to hand it the release
+ * (`not-available`).
  */
-export function judgeRelease(
+export function applyUpgradeRules(
   release: string,
   clusterRelease: string,
   selfUpgrade: boolean,

@@ -5,8 +5,15 @@
  * @module
  */
 
-import type { JoinCodeInfo, Member, NodeJoin, Registration } from "@stratum/join";
-import type { JoinCodeRow, JoinRow, MemberRow, StoredAssignment } from "./store.js";
+import {
+  RUNNING_JOIN_STATES,
+  WAITING_JOIN_STATES,
+  type JoinCodeInfo,
+  type Member,
+  type NodeJoin,
+  type Registration,
+} from "@stratum/join";
+import type { JoinCodeRow, JoinRow, MemberRow, StoredAssignment } from "./rows.js";
 
 /** An ISO 8601 time from epoch ms. */
 export const iso = (ms: number): string => new Date(ms).toISOString();
@@ -41,16 +48,13 @@ export function assignmentView(assignment: StoredAssignment): NonNullable<NodeJo
   return rest;
 }
 
-/** States in which a join runs (and can stall). */
-export const RUNNING_STATES = new Set(["delivering", "installing"]);
-
 /** A registration as the admin API answers it. */
 export function nodeJoinView(
   join: JoinRow,
   options: { now: number; stallAfterMs: number; waitReason?: string | undefined; logTail?: string[] },
 ): NodeJoin {
   const lastHeard = join.lastSeenAt ?? join.deliveredAt ?? join.updatedAt;
-  const stalled = RUNNING_STATES.has(join.state) && options.now - lastHeard >= options.stallAfterMs;
+  const stalled = RUNNING_JOIN_STATES.includes(join.state) && options.now - lastHeard >= options.stallAfterMs;
   const opt = <K extends string, V>(key: K, value: V | null | undefined): { [P in K]?: V } =>
     (value === null || value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
   return {
@@ -84,9 +88,7 @@ export function nodeJoinView(
     ...(options.logTail ? { logTail: options.logTail } : {}),
     createdAt: iso(join.createdAt),
     updatedAt: iso(join.updatedAt),
-    ...(join.expiresAt !== null && (join.state === "pending" || join.state === "needs-upgrade")
-      ? { expiresAt: iso(join.expiresAt) }
-      : {}),
+    ...(join.expiresAt !== null && WAITING_JOIN_STATES.includes(join.state) ? { expiresAt: iso(join.expiresAt) } : {}),
   };
 }
 
@@ -101,7 +103,7 @@ export function registrationView(join: JoinRow, waitReason?: string): Registrati
     ...(join.failedStep ? { failedStep: join.failedStep } : {}),
     ...(join.failedError ? { failedError: join.failedError } : {}),
     ...(join.upgrade && join.state === "needs-upgrade" ? { upgrade: join.upgrade } : {}),
-    ...(join.delivery && RUNNING_STATES.has(join.state) ? { delivery: join.delivery } : {}),
+    ...(join.delivery && RUNNING_JOIN_STATES.includes(join.state) ? { delivery: join.delivery } : {}),
   };
 }
 

@@ -86,6 +86,18 @@ export interface AdminClient {
     approval?: ApiSchemas["Approval"],
     options?: CallOptions,
   ): Promise<ApiSchemas["NodeJoin"]>;
+  /**
+   * The complete assignment {@link AdminClient.approveNodeJoin} with the same `approval` would
+   * apply now, defaults filled in and addresses allocated, without approving
+   * (`POST …/joins/{joinId}/approval-preview`): for a console that shows the operator what
+   * will be applied before it approves. Refused exactly as the approval would be (409
+   * `JOIN_APPROVAL_REFUSED` with field errors, 409 `JOIN_STATE_CONFLICT`, 404); changes nothing.
+   */
+  previewApproval(
+    joinId: string,
+    approval?: ApiSchemas["Approval"],
+    options?: CallOptions,
+  ): Promise<ApiSchemas["ApprovalPreview"]>;
   /** Rejects a machine, with a reason (`POST …/joins/{joinId}/reject`). */
   rejectNodeJoin(
     joinId: string,
@@ -220,6 +232,7 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
   const JOINS = "/v1/admin/cluster/joins";
   const JOIN = "/v1/admin/cluster/joins/{joinId}";
   const APPROVE = "/v1/admin/cluster/joins/{joinId}/approve";
+  const APPROVAL_PREVIEW = "/v1/admin/cluster/joins/{joinId}/approval-preview";
   const REJECT = "/v1/admin/cluster/joins/{joinId}/reject";
   const RETRY = "/v1/admin/cluster/joins/{joinId}/retry";
   const MEMBERS = "/v1/admin/cluster/members";
@@ -246,6 +259,13 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
         "approveNodeJoin",
         `POST ${APPROVE}`,
         (init) => raw.POST(APPROVE, { ...init, params: { path: { joinId } }, body: approval ?? {} }),
+        o,
+      ),
+    previewApproval: (joinId, approval, o) =>
+      call(
+        "previewApproval",
+        `POST ${APPROVAL_PREVIEW}`,
+        (init) => raw.POST(APPROVAL_PREVIEW, { ...init, params: { path: { joinId } }, body: approval ?? {} }),
         o,
       ),
     rejectNodeJoin: (joinId, rejection, o) =>

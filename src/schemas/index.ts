@@ -356,6 +356,9 @@ export const NodeJoinSchema = z.object({
 /** `NodeJoinList`: registrations, newest first. */
 export const NodeJoinListSchema = z.object({ items: z.array(NodeJoinSchema) });
 
+/** `ApprovalPreview`: what an approval with the same body would apply now (`previewApproval`). */
+export const ApprovalPreviewSchema = z.object({ assignment: AssignmentSchema });
+
 /** `JoinCodeState`. */
 export const JoinCodeStateSchema = z.enum(["live", "expired", "revoked"]);
 
@@ -468,6 +471,7 @@ export type AdminOperationId =
   | "listNodeJoins"
   | "getNodeJoin"
   | "approveNodeJoin"
+  | "previewApproval"
   | "rejectNodeJoin"
   | "retryNodeJoin"
   | "listClusterMembers"
@@ -505,6 +509,7 @@ const adminResponseSchemas: Record<AdminOperationId, z.ZodMiniType> = {
   listNodeJoins: NodeJoinListSchema,
   getNodeJoin: NodeJoinSchema,
   approveNodeJoin: NodeJoinSchema,
+  previewApproval: ApprovalPreviewSchema,
   rejectNodeJoin: NodeJoinSchema,
   retryNodeJoin: NodeJoinSchema,
   listClusterMembers: MemberListSchema,

@@ -218,8 +218,8 @@ export interface AdminHandlersOptions {
 
 /**
  * msw handlers for every admin operation, serving a {@link FakeCluster} with the API's rules:
- * minting answers the code once, revoking a live code revokes it, approving only a `pending`
- * or `failed` join (else 409 `JOIN_STATE_CONFLICT`), rejecting needs a reason (else 400
+ * minting answers the code once, revoking a live code revokes it, approving (or previewing an
+ * approval) only a `pending` or `failed` join (else 409 `JOIN_STATE_CONFLICT`), rejecting needs a reason (else 400
  * `INVALID_INPUT` with a field error), retrying only a `failed` one, unknown ids 404, a CA
  * rotation revokes every live code.
  */
@@ -247,6 +247,20 @@ export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[]
     });
   const findJoin = (id: string) => cluster.joins.find((j) => j.id === id);
   const stamp = () => new Date().toISOString();
+  // What approving a join would apply, or why it is refused: one path for approve and its preview.
+  const decide = async (
+    joinId: string,
+    request: Request,
+  ): Promise<
+    | { ok: true; join: NodeJoin; assignment: Schemas["Assignment"] }
+    | { ok: false; refusal: HttpResponse<Schemas["Problem"]> }
+  > => {
+    const join = findJoin(joinId);
+    if (!join) return { ok: false, refusal: notFound("join") };
+    if (join.state !== "pending" && join.state !== "failed") return { ok: false, refusal: conflict(join, "approved") };
+    const body: Schemas["Approval"] = (await request.json().catch(() => undefined)) ?? {};
+    return { ok: true, join, assignment: { role: "hybrid" as const, name: join.hostname, ...body.assignment } };
+  };
 
   return [
     auth,
@@ -289,19 +303,21 @@ export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[]
       return join ? response(200).json({ logTail: [], ...join }) : response.untyped(notFound("join"));
     }),
     http.post("/v1/admin/cluster/joins/{joinId}/approve", async ({ params, request, response }) => {
-      const join = findJoin(params.joinId);
-      if (!join) return response.untyped(notFound("join"));
-      if (join.state !== "pending" && join.state !== "failed") return response.untyped(conflict(join, "approved"));
-      const body: Schemas["Approval"] = (await request.json().catch(() => undefined)) ?? {};
-      const assignment = { role: "hybrid" as const, name: join.hostname, ...body.assignment };
+      const decision = await decide(params.joinId, request);
+      if (!decision.ok) return response.untyped(decision.refusal);
       return response(200).json(
-        cluster.updateJoin(join.id, {
+        cluster.updateJoin(decision.join.id, {
           state: "approved",
-          assignment,
+          assignment: decision.assignment,
           approvedBy: "bootstrap-admin",
           approvedAt: stamp(),
         }),
       );
+    }),
+    http.post("/v1/admin/cluster/joins/{joinId}/approval-preview", async ({ params, request, response }) => {
+      const decision = await decide(params.joinId, request);
+      if (!decision.ok) return response.untyped(decision.refusal);
+      return response(200).json({ assignment: decision.assignment });
     }),
     http.post("/v1/admin/cluster/joins/{joinId}/reject", async ({ params, request, response }) => {
       const join = findJoin(params.joinId);

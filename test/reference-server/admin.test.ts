@@ -23,6 +23,7 @@ const OPERATIONS: [string, string, Permission, string, unknown?][] = [
   ["GET", "/v1/admin/cluster/joins", "ha:DescribeNodeJoins", "listNodeJoins"],
   ["GET", "/v1/admin/cluster/joins/nj-none0000", "ha:DescribeNodeJoins", "getNodeJoin"],
   ["POST", "/v1/admin/cluster/joins/nj-none0000/approve", "ha:ApproveNodeJoin", "approveNodeJoin", {}],
+  ["POST", "/v1/admin/cluster/joins/nj-none0000/approval-preview", "ha:ApproveNodeJoin", "previewApproval", {}],
   ["POST", "/v1/admin/cluster/joins/nj-none0000/reject", "ha:ApproveNodeJoin", "rejectNodeJoin", { reason: "x" }],
   ["POST", "/v1/admin/cluster/joins/nj-none0000/retry", "ha:ApproveNodeJoin", "retryNodeJoin"],
   ["GET", "/v1/admin/cluster/members", "ha:DescribeCluster", "listClusterMembers"],

@@ -2,7 +2,7 @@
 // at its field path. Registrations are written straight into the store (the PAKE is tested
 // elsewhere); approvals go over HTTP and are held to the spec.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { JoinRow } from "../../examples/reference-server/store.js";
+import type { JoinRow } from "../../examples/reference-server/rows.js";
 import { admin, insertJoinRow, sampleInventory, startTestServer, type TestServer } from "./helpers.js";
 
 let t: TestServer;

@@ -22,7 +22,7 @@ import { finishLogin, startLogin } from "../../src/node/opaque.js";
 import { openPinnedConnection, type PinnedConnection, type PinnedResponse } from "../../src/node/pinned-connection.js";
 import { caFingerprint, verifyListenerCertificate } from "../../src/node/pki.js";
 import type { ReferenceServerConfig } from "../../examples/reference-server/config.js";
-import { newJoinRow, type JoinRow } from "../../examples/reference-server/store.js";
+import { newJoinRow, type JoinRow } from "../../examples/reference-server/rows.js";
 import type { Inventory } from "../../src/types.js";
 import { startReferenceServer, type ReferenceServer } from "../../examples/reference-server/server.js";
 import { spec, specAjv } from "../spec/spec.js";

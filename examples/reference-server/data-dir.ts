@@ -1,0 +1,178 @@
+/**
+ * The founder's data directory: the database, the cluster CA (`ca/<stem>.key` 0600 and
+ * `ca/<stem>.pem`), the OPAQUE server setup (0600), and on first start the cluster itself:
+ * its id, settings and secrets, and the founder as its first member. Every file is written
+ * durably (temp file, fsync, rename, directory fsync), so a crash during the first start
+ * leaves no torn key behind.
+ * @module
+ */
+
+import { X509Certificate as NodeX509Certificate } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { createClusterCa, createServerSetup, writeFileDurably, type ClusterCa } from "@stratum/join/server";
+import { DEFAULT_CLUSTER, type ClusterSettings } from "./config.js";
+import {
+  ClusterContext,
+  DEFAULT_UPGRADE_RETRY_SECONDS,
+  type ClusterOptions,
+  type StoredCluster,
+  type UpgradeState,
+} from "./context.js";
+import { networkBindings, nodeLabels, type ClusterSecrets } from "./delivery.js";
+import { newClusterId, newNodeId, randomHex } from "./ids.js";
+import type { MemberRow, StoredAssignment } from "./rows.js";
+import { Store } from "./store.js";
+
+/** Where the store keeps the CA's files: its fingerprint's first 16 hex digits name them. */
+interface CaMeta {
+  stem: string;
+  fingerprint: string;
+}
+
+/**
+ * Opens the data directory (made 0700), creating on first start the database, the cluster
+ * CA, the OPAQUE server setup, the cluster's settings and secrets, and the founder as first
+ * member.
+ */
+export async function openDataDir(options: ClusterOptions): Promise<ClusterContext> {
+  // Made 0700 when it is made; an existing directory's mode is the owner's business (it may
+  // be a directory that holds other things), while every secret file in it is 0600.
+  if (!existsSync(options.dataDir)) mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+  mkdirSync(join(options.dataDir, "ca"), { recursive: true, mode: 0o700 });
+  const store = new Store(join(options.dataDir, "stratum.db"));
+  try {
+    const serverSetup = await readServerSetup(options.dataDir);
+    const ca = await readCa(options.dataDir, store);
+    const { stored, secrets } = readCluster(store, options);
+    return new ClusterContext(store, options, stored, secrets, ca, serverSetup);
+  } catch (error) {
+    store.close();
+    throw error;
+  }
+}
+
+async function readServerSetup(dataDir: string): Promise<string> {
+  const path = join(dataDir, "opaque-server-setup");
+  if (!existsSync(path)) await writeFileDurably(path, await createServerSetup(), { mode: 0o600 });
+  return readFileSync(path, "utf8").trim();
+}
+
+async function readCa(dataDir: string, store: Store): Promise<ClusterCa> {
+  let meta = store.getMeta<CaMeta>("ca");
+  if (!meta) {
+    const ca = await createClusterCa();
+    const created: CaMeta = { stem: await writeCaFiles(dataDir, ca), fingerprint: ca.fingerprint };
+    store.tx(() => {
+      store.setMeta("ca", created);
+      store.audit("system", "cluster.ca.created", "cluster", { caFingerprint: ca.fingerprint });
+    });
+    meta = created;
+  }
+  const certPem = readFileSync(join(dataDir, "ca", `${meta.stem}.pem`), "utf8");
+  const keyPem = readFileSync(join(dataDir, "ca", `${meta.stem}.key`), "utf8");
+  const certDer = new Uint8Array(new NodeX509Certificate(certPem).raw);
+  return { certPem, keyPem, certDer, fingerprint: meta.fingerprint };
+}
+
+/** Writes a CA's key (0600) and certificate (0644) under `ca/`; returns the files' stem. */
+async function writeCaFiles(dataDir: string, ca: ClusterCa): Promise<string> {
+  const stem = ca.fingerprint.replace(/:/g, "").slice(0, 16).toLowerCase();
+  await writeFileDurably(join(dataDir, "ca", `${stem}.key`), ca.keyPem, { mode: 0o600 });
+  await writeFileDurably(join(dataDir, "ca", `${stem}.pem`), ca.certPem, { mode: 0o644 });
+  return stem;
+}
+
+function readCluster(store: Store, options: ClusterOptions): { stored: StoredCluster; secrets: ClusterSecrets } {
+  const stored = store.getMeta<StoredCluster>("cluster");
+  const secrets = store.getMeta<ClusterSecrets>("secrets");
+  if (stored && secrets) return { stored, secrets };
+  const settings: ClusterSettings = { ...DEFAULT_CLUSTER, ...(options.cluster ?? {}) };
+  const fresh: StoredCluster = { clusterId: newClusterId(), settings };
+  const newSecrets: ClusterSecrets = {
+    postgresPassword: randomHex(24),
+    adminPassword: randomHex(16),
+    openBaoToken: `hvs.${randomHex(24)}`,
+    dnsEncryptionKey: randomHex(32),
+    openBaoUnsealKey: Buffer.from(randomHex(32), "hex").toString("base64"),
+  };
+  const upgrade: UpgradeState = { inProgress: false, retryAfterSeconds: DEFAULT_UPGRADE_RETRY_SECONDS };
+  store.tx(() => {
+    store.setMeta("cluster", fresh);
+    store.setMeta("secrets", newSecrets);
+    store.setMeta("generation", 1);
+    store.setMeta("upgrade", upgrade);
+    const member = founderMember(settings);
+    store.putMember(member);
+    store.audit("system", "cluster.created", fresh.clusterId, { founder: member.nodeId });
+  });
+  return { stored: fresh, secrets: newSecrets };
+}
+
+/** The founder as the first member: hybrid, one data link for storage and overlay, one disk. */
+function founderMember(settings: ClusterSettings): MemberRow {
+  const f = settings.founder;
+  const nets = settings.networks;
+  const prefix = (cidr: string): string => cidr.split("/")[1] ?? "24";
+  const assignment: StoredAssignment = {
+    name: f.name,
+    role: "hybrid",
+    ...(f.rack ? { rack: f.rack } : {}),
+    ...(f.az ? { az: f.az } : {}),
+    mgmt: { interface: f.mgmtInterface, address: f.mgmtIp },
+    links: [
+      {
+        name: "data",
+        kind: "ethernet",
+        interface: f.dataInterface,
+        purposes: ["storage", "overlay"],
+        addresses: [`${f.storageIp}/${prefix(nets.storage.cidr)}`, `${f.overlayIp}/${prefix(nets.overlay.cidr)}`],
+        mtu: Math.max(nets.storage.mtu ?? 1500, nets.overlay.mtu ?? 1500),
+      },
+    ],
+    disks: [{ key: f.disk.key, role: f.disk.role }],
+    diskNames: { [f.disk.key]: f.disk.name },
+    provider: {
+      topology: nets.providerTopology,
+      ...(nets.providerUpstreamInterface ? { upstreamInterface: nets.providerUpstreamInterface } : {}),
+      ...(nets.providerVlan !== undefined ? { vlan: nets.providerVlan } : {}),
+    },
+  };
+  return {
+    nodeId: newNodeId(),
+    name: f.name,
+    role: "hybrid",
+    state: "active",
+    mgmtIp: f.mgmtIp,
+    appliedGeneration: 1,
+    joinedAt: Date.now(),
+    joinId: null,
+    az: f.az ?? null,
+    labels: nodeLabels(assignment),
+    networks: networkBindings(assignment, settings),
+    assignment,
+  };
+}
+
+/**
+ * Rotates the cluster CA: a new CA (its files written before the switch is committed), every
+ * live code ended (revoked by `system:ca-rotation`; a joiner is told `JOIN_CODE_STALE`).
+ */
+export async function rotateCa(
+  context: ClusterContext,
+  actor: string,
+): Promise<{ caFingerprint: string; revokedCodes: number }> {
+  const { store } = context;
+  const ca = await createClusterCa();
+  const stem = await writeCaFiles(context.options.dataDir, ca);
+  const now = Date.now();
+  const revoked = store.tx(() => {
+    const live = store.liveCodes(now);
+    for (const code of live) store.revokeCode(code.id, "system:ca-rotation", now);
+    store.setMeta("ca", { stem, fingerprint: ca.fingerprint } satisfies CaMeta);
+    store.audit(actor, "cluster.ca.rotated", "cluster", { caFingerprint: ca.fingerprint, revokedCodes: live.length });
+    return live.length;
+  });
+  context.replaceCa(ca);
+  return { caFingerprint: ca.fingerprint, revokedCodes: revoked };
+}

@@ -1,0 +1,172 @@
+/**
+ * Registrations: a machine whose code was just proven registers (or finds its key's
+ * registration again), its release checked against the cluster's by the upgrade rules. A
+ * machine on an older release that can upgrade itself is `needs-upgrade`; when it registers
+ * again on the cluster's release it becomes `pending`, keeping its registration.
+ * @module
+ */
+
+import { WAITING_JOIN_STATES, type CodeCheck } from "@stratum/join";
+import type { ClusterContext } from "./context.js";
+import { HttpProblem } from "./http.js";
+import { newJoinId } from "./ids.js";
+import { newJoinRow, type JoinRow } from "./rows.js";
+import type { RegistrationInput } from "./schemas.js";
+import { applyUpgradeRules, mismatchDetail, type ReleaseVerdict } from "./upgrade-rules.js";
+import { iso } from "./views.js";
+
+/** A release the cluster takes: as it is, or after the machine upgrades itself. */
+export type AcceptedRelease = Exclude<ReleaseVerdict, { kind: "mismatch" }>;
+
+/**
+ * How long a registration refused for too many waiting ones is told to wait: approvals are
+ * a person's pace, so a minute, not seconds.
+ */
+const WAITING_FULL_RETRY_SECONDS = 60;
+
+/** What the join listener proved about a registering machine. */
+export interface RegistrationProof {
+  codeId: string;
+  keyFingerprint: string;
+  sourceAddr: string;
+  pairingCode: string;
+  /** The per-address limit: undefined when a new registration may be made, else seconds to wait. */
+  allowNew: () => number | undefined;
+}
+
+/** The registrations of a cluster. */
+export class Registrations {
+  readonly #context: ClusterContext;
+
+  constructor(context: ClusterContext) {
+    this.#context = context;
+  }
+
+  /** The upgrade rules' verdict on a joiner's release, or a 409 `RELEASE_MISMATCH` with the rule that failed. */
+  checkRelease(release: string, selfUpgrade: boolean): AcceptedRelease {
+    const { clusterRelease, availability, isoPath } = this.#context.options;
+    const verdict = applyUpgradeRules(release, clusterRelease, selfUpgrade, availability);
+    if (verdict.kind === "mismatch") {
+      throw new HttpProblem(409, "RELEASE_MISMATCH", {
+        detail: mismatchDetail(verdict.reason, release, clusterRelease),
+        details: { clusterRelease, isoPath: isoPath.replace("{release}", clusterRelease), reason: verdict.reason },
+      });
+    }
+    return verdict;
+  }
+
+  /** The answer of a passed code check. */
+  codeCheck(codeId: string, release: string, selfUpgrade: boolean): CodeCheck {
+    const verdict = this.checkRelease(release, selfUpgrade);
+    const code = this.#context.store.getCode(codeId)!;
+    return {
+      clusterRelease: this.#context.options.clusterRelease,
+      expiresAt: iso(code.expiresAt),
+      ...(verdict.kind === "upgrade" ? { upgrade: verdict.upgrade } : {}),
+    };
+  }
+
+  /**
+   * Registers a machine whose code was just proven, or finds its key's registration: a new
+   * one is 201, the key's existing one 200 (a `needs-upgrade` one that now runs the cluster's
+   * release becomes `pending`). A rejected key is 409; more than `maxWaiting` waiting is 429.
+   */
+  register(input: RegistrationInput, proof: RegistrationProof): { status: 200 | 201; join: JoinRow } {
+    const { store, options } = this.#context;
+    const verdict = this.checkRelease(input.release, input.selfUpgrade === true);
+    const now = Date.now();
+    const code = store.getCode(proof.codeId)!;
+    const expiresAt = code.expiresAt + options.timing.pendingGraceMs;
+    return store.tx(() => {
+      const existing = store.joinByKey(proof.keyFingerprint);
+      if (existing?.state === "rejected") {
+        throw new HttpProblem(409, "REGISTRATION_REJECTED", {
+          detail: "This machine's registration was rejected.",
+          details: { reason: existing.reason ?? "" },
+        });
+      }
+      if (existing && existing.state !== "expired") {
+        if (existing.state === "needs-upgrade") this.#registerAgain(existing, input.release, verdict, expiresAt, now);
+        return { status: 200, join: store.getJoin(existing.id)! };
+      }
+      this.#assertRoomForNew(proof);
+      const row = newJoinRow({
+        id: newJoinId(),
+        codeId: proof.codeId,
+        state: verdict.kind === "upgrade" ? "needs-upgrade" : "pending",
+        pairingCode: proof.pairingCode,
+        keyFingerprint: proof.keyFingerprint,
+        sourceAddr: proof.sourceAddr,
+        hostname: input.hostname ?? null,
+        systemSerial: input.systemSerial ?? null,
+        release: input.release,
+        inventory: input.inventory ?? null,
+        upgrade: verdict.kind === "upgrade" ? verdict.upgrade : null,
+        createdAt: now,
+        expiresAt,
+      });
+      store.insertJoin(row);
+      store.audit("joiner", "cluster.join.registered", row.id, {
+        codeId: row.codeId,
+        keyFingerprint: row.keyFingerprint,
+        state: row.state,
+        sourceAddr: row.sourceAddr,
+      });
+      return { status: 201, join: row };
+    });
+  }
+
+  /**
+   * A `needs-upgrade` machine registers again: on the cluster's release it becomes `pending`
+   * (its upgrade failures cleared, its deadline the later of the two codes'); on another
+   * release it is told the upgrade that release now needs.
+   */
+  #registerAgain(existing: JoinRow, release: string, verdict: AcceptedRelease, expiresAt: number, now: number): void {
+    const { store } = this.#context;
+    if (verdict.kind === "same") {
+      store.patchJoin(
+        existing.id,
+        {
+          state: "pending",
+          release,
+          upgrade: null,
+          failedStep: null,
+          failedStepTitle: null,
+          failedError: null,
+          expiresAt: Math.max(existing.expiresAt ?? 0, expiresAt),
+        },
+        now,
+      );
+      store.audit("joiner", "cluster.join.upgraded", existing.id, { release });
+    } else if (JSON.stringify(verdict.upgrade) !== JSON.stringify(existing.upgrade)) {
+      store.patchJoin(existing.id, { release, upgrade: verdict.upgrade }, now);
+    }
+  }
+
+  /** 429 when too many registrations wait for approval, or this address made too many. */
+  #assertRoomForNew(proof: RegistrationProof): void {
+    const waiting = this.#context.store.joinsInState(...WAITING_JOIN_STATES).length;
+    if (waiting >= this.#context.options.limits.maxWaiting) {
+      throw new HttpProblem(429, "RATE_LIMITED", {
+        detail: `${waiting} registrations are waiting for approval; try again later.`,
+        headers: { "Retry-After": String(WAITING_FULL_RETRY_SECONDS) },
+      });
+    }
+    const retryAfter = proof.allowNew();
+    if (retryAfter !== undefined) {
+      throw new HttpProblem(429, "RATE_LIMITED", {
+        detail: "Too many registrations from this address.",
+        headers: { "Retry-After": String(retryAfter) },
+      });
+    }
+  }
+
+  /** A registration if `keyFingerprint` owns it; else 404 (another key learns nothing). */
+  owned(joinId: string, keyFingerprint: string | undefined): JoinRow {
+    const join = this.#context.store.getJoin(joinId);
+    if (!join || keyFingerprint === undefined || join.keyFingerprint !== keyFingerprint) {
+      throw new HttpProblem(404, "NOT_FOUND", { detail: "No such registration for this key." });
+    }
+    return join;
+  }
+}
