@@ -15,6 +15,7 @@
  */
 
 import * as z from "zod/mini";
+import { JOIN_STATES } from "../core/join-states.js";
 import { ResponseValidationError, type ValidationIssue } from "../errors/index.js";
 
 // Small builders keep the schemas below as close to the spec's text as possible.
@@ -142,18 +143,8 @@ export const BundleSchema = z.object({
 /** `Delivery`: the node.yaml and bundle an approved joiner receives. */
 export const DeliverySchema = z.object({ nodeId: str, nodeYaml: str, bundle: BundleSchema });
 
-/** `JoinState`: where a join stands. */
-export const JoinStateSchema = z.enum([
-  "needs-upgrade",
-  "pending",
-  "approved",
-  "delivering",
-  "installing",
-  "joined",
-  "failed",
-  "rejected",
-  "expired",
-]);
+/** `JoinState`: where a join stands (the one list, src/core/join-states.ts). */
+export const JoinStateSchema = z.enum(JOIN_STATES);
 
 /** `Registration`: a joiner's view of its registration. */
 export const RegistrationSchema = z.object({
