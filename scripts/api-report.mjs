@@ -5,14 +5,13 @@
 //   node scripts/api-report.mjs           check: exit 1 when a report differs from the API
 //   node scripts/api-report.mjs --update  rewrite the reports in api/
 //
-// Builds first when dist/ is missing or older than the sources (so the check never reads a
-// stale build); `npm test` runs it right after the build of `check:package`. The config every
-// entry shares is api-extractor.json.
+// The config every entry shares is api-extractor.json.
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CompilerState, Extractor, ExtractorConfig } from "@microsoft/api-extractor";
+import { ensureBuilt } from "./packed-project.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const update = process.argv.includes("--update");
@@ -27,27 +26,9 @@ const entries = Object.entries(pkg.exports)
     return { name, reportName, types: join(root, target.types) };
   });
 
-/** Newest modification time under `dir` (files only), 0 when it does not exist. */
-function newest(dir) {
-  if (!existsSync(dir)) return 0;
-  let latest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
-    if (entry.isFile()) latest = Math.max(latest, statSync(join(entry.parentPath, entry.name)).mtimeMs);
-  }
-  return latest;
-}
-
-const built = entries.every((e) => existsSync(e.types));
-const builtAt = built ? Math.min(...entries.map((e) => statSync(e.types).mtimeMs)) : 0;
-const sourcesAt = Math.max(newest(join(root, "src")), newest(join(root, "generated")));
-if (!built || builtAt < sourcesAt) {
-  console.log("api: dist/ is missing or older than src/; building first (npm run build)");
-  const build = spawnSync("npm", ["run", "build"], { cwd: root, encoding: "utf8" });
-  if (build.status !== 0) {
-    process.stderr.write(build.stdout + build.stderr);
-    process.exit(build.status ?? 1);
-  }
-}
+// Builds first unless dist/ was built from exactly the current sources (so the check never
+// reads a stale build, and one `npm test` builds once).
+await ensureBuilt();
 
 const base = ExtractorConfig.loadFile(join(root, "api-extractor.json"));
 const configs = entries.map((entry) =>

@@ -7,7 +7,8 @@
 // STRATUM_PACKED_DIR to use another parent directory.
 //
 // Usage from a script or a test: `const project = await packedProject();` → { dir, tarball }.
-// Usage from the shell: `node scripts/packed-project.mjs` prints the project's directory.
+// Usage from the shell: `node scripts/packed-project.mjs` prints the project's directory;
+// `node scripts/packed-project.mjs --build` only builds dist/ if its inputs changed.
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -62,6 +63,19 @@ function installedVersion(name) {
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const npm = process.platform === "win32" ? "npm.cmd" : "npm";
+
+/**
+ * Builds dist/ unless it was built from exactly the current inputs (dist/.inputs-hash), so
+ * that the tests, the package checks and the API reports of one `npm test` share one build.
+ */
+export async function ensureBuilt() {
+  const hash = packageInputsHash();
+  const stamp = join(root, "dist", ".inputs-hash");
+  if (existsSync(stamp) && readFileSync(stamp, "utf8") === hash) return;
+  await run(npm, ["run", "build", "--silent"], { cwd: root, maxBuffer: 64 * 1024 * 1024 });
+  writeFileSync(stamp, hash);
+}
 
 /**
  * The fresh project with the packed package installed, made if it does not exist yet.
@@ -97,9 +111,8 @@ export async function packedProject() {
 async function make(base, dir, ready) {
   rmSync(base, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  const npm = process.platform === "win32" ? "npm.cmd" : "npm";
   const quiet = { cwd: root, maxBuffer: 64 * 1024 * 1024 };
-  await run(npm, ["run", "build", "--silent"], quiet);
+  await ensureBuilt();
   const { stdout } = await run(npm, ["pack", "--json", "--pack-destination", base], quiet);
   const tarball = join(base, JSON.parse(stdout)[0].filename);
   writeFileSync(
@@ -116,6 +129,6 @@ async function make(base, dir, ready) {
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const { dir } = await packedProject();
-  console.log(dir);
+  if (process.argv.includes("--build")) await ensureBuilt();
+  else console.log((await packedProject()).dir);
 }
