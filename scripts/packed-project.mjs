@@ -34,6 +34,7 @@ const INPUTS = [
   "browser",
   "generated",
   "docs",
+  "examples/reference-server/README.md",
 ];
 
 function* files(path) {
