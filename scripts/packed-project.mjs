@@ -35,6 +35,7 @@ const INPUTS = [
   "browser",
   "generated",
   "docs",
+  "examples/reference-server/README.md",
 ];
 
 function* files(path) {

@@ -6,7 +6,8 @@
  * mints a join code; the machine checks it, registers, is told to upgrade, downloads and
  * verifies the served release, registers again on 0.6.0, is approved through the admin client,
  * receives its delivery, reports its steps and reaches `joined`. Both sides show the pairing
- * code. Everything is cleaned up; the exit code is 0 only if the machine joined.
+ * code. The machine keeps its state in one machine directory (`openMachineDirectory`), as an
+ * installer does. Everything is cleaned up; the exit code is 0 only if the machine joined.
  * @module
  */
 import { randomBytes } from "node:crypto";
@@ -17,11 +18,10 @@ import { createAdminClient, StratumError, type NodeJoin } from "@stratum/join";
 import {
   checkJoinCode,
   collectInventory,
-  createMachineIdentity,
   downloadRelease,
+  openMachineDirectory,
   registerMachine,
   reportProgress,
-  serializeJoinSession,
   waitForRegistration,
   writeDelivery,
 } from "@stratum/join/node";
@@ -100,11 +100,13 @@ async function main(): Promise<void> {
     detail(`listener proved the code; cluster CA learned through the PAKE: ${check.caFingerprint.slice(0, 23)}…`);
     if (check.upgrade) detail(`this machine (${INSTALLED_RELEASE}) must first upgrade to ${check.upgrade.to}`);
 
-    const identity = await createMachineIdentity();
+    // The machine directory: its identity (made here, kept), the join session, the release, the delivery.
+    const machine = await openMachineDirectory(join(work, "machine"), { create: true });
+    const { identity } = machine;
     const inventory = await collectInventory({ signal }).catch(() => undefined);
     step(
       "machine",
-      `identity made (Ed25519 key ${identity.keyFingerprint.slice(0, 17)}…); hardware: ${describeInventory(inventory)}`,
+      `identity made in ${machine.dir} (Ed25519 key ${identity.keyFingerprint.slice(0, 17)}…); hardware: ${describeInventory(inventory)}`,
     );
 
     const first = await registerMachine({
@@ -116,6 +118,7 @@ async function main(): Promise<void> {
       ...(inventory ? { inventory } : {}),
       signal,
     });
+    await machine.saveSession(first.session);
     step(
       "machine",
       `registered as ${first.session.joinId}: state ${bold(first.registration.state)}; pairing code on the machine's console:`,
@@ -148,7 +151,7 @@ async function main(): Promise<void> {
       upgrade,
       session: first.session,
       identity,
-      destDir: join(work, "machine", "release", upgrade.to),
+      destDir: machine.releaseDir(upgrade.to),
       trustedKeys: [server.releaseKey.publicKeyPem],
       signal,
       onProgress: (p) => {
@@ -191,9 +194,7 @@ async function main(): Promise<void> {
       `registered again on ${upgrade.to}: state ${bold(second.registration.state)}, same join ${second.session.joinId}, pairing code ${bold(second.registration.pairingCode)}`,
     );
     const session = second.session;
-    const sessionFile = join(work, "machine", "session.json");
-    writeFileSync(sessionFile, serializeJoinSession(session), { mode: 0o600 });
-    detail(`join session saved for stage 2: ${sessionFile}`);
+    detail(`join session saved for stage 2: ${await machine.saveSession(session)}`);
 
     const pending = (await admin.listNodeJoins({ signal })).items.find((j) => j.id === session.joinId)!;
     step(
@@ -214,7 +215,7 @@ async function main(): Promise<void> {
       signal,
       onChange: (r) => detail(`machine sees state ${r.state}${r.waitReason ? ` (${r.waitReason})` : ""}`),
     });
-    const written = await writeDelivery(join(work, "machine", "delivery"), delivered.delivery!);
+    const written = await writeDelivery(machine.deliveryDir, delivered.delivery!);
     step(
       "machine",
       `delivery received over the pinned channel: node ${delivered.delivery!.nodeId}, ${Object.keys(written.files).length} files written with mode 0600`,

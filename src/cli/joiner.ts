@@ -25,7 +25,7 @@ import { formatBytes } from "./output.js";
 import type { Style } from "./style.js";
 
 /** A release name safe as a directory name: it comes from the cluster and becomes `DIR/release/<version>`. */
-export const SAFE_RELEASE = /^[0-9A-Za-z][0-9A-Za-z._+-]{0,63}$/;
+export { SAFE_RELEASE_NAME as SAFE_RELEASE } from "../node/machine-dir.js";
 
 /** The flags that name the join listener and the code. */
 export const TARGET_FLAGS: Readonly<Record<string, FlagSpec>> = {

@@ -1,8 +1,9 @@
 /**
  * `@stratum/join/node`: the Node-only joiner, for the installer's stage 1 and for scripts.
- * Machine identity, the code check and the registration (OPAQUE over one pinned TLS 1.3
- * connection), the registration's view (once, watched or awaited), progress reports, the
- * delivery, the hardware inventory, and the self-upgrade download.
+ * Machine identity and the machine directory that keeps it on disk, the code check and the
+ * registration (OPAQUE over one pinned TLS 1.3 connection), the registration's view (once,
+ * watched or awaited), progress reports, the delivery, the hardware inventory, and the
+ * self-upgrade download.
  *
  * Everything browser-safe (join codes, errors, the admin client) is `@stratum/join`;
  * publishing releases (keys, signing, verifying a directory) is `@stratum/join/release`.
@@ -28,6 +29,7 @@ export {
   type RegisterResult,
 } from "./joiner.js";
 export { serializeJoinSession, parseJoinSession, type JoinSession } from "./join-session.js";
+export { openMachineDirectory, type MachineDirectory, type OpenMachineDirectoryOptions } from "./machine-dir.js";
 export {
   getRegistration,
   watchRegistration,

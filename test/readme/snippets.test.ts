@@ -1,0 +1,323 @@
+// The README's TypeScript snippets, as a user gets them. Every ts/js block of README.md is
+// type-checked in a fresh project with the packed package installed (strict, module nodenext),
+// and the installer's two stages, the console, the testing example and the script run as they
+// are written, each in a process of its own, against a live reference server. Only the lines a
+// snippet marks `// yours:` are the test's: it supplies those names (./supplied/, and the
+// constants below) and fails when a snippet names one it does not supply. A README edited into
+// a snippet that does not compile, or does not do what the README says, fails here.
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+// @ts-expect-error: a plain JavaScript module of the scripts, without types
+import { packedProject } from "../../scripts/packed-project.mjs";
+import { createMachineIdentity, registerMachine } from "../../src/node/index.js";
+import { generateReleaseKeyPair } from "../../src/release/keys.js";
+import { signReleaseDirectory } from "../../src/release/manifest.js";
+import { demoInventory, startHarness, type Harness } from "../node/harness.js";
+import { codeBlocks, SCRIPT_LANGS, supplyConstants, yoursLines, type CodeBlock } from "./markdown.js";
+import { runToEnd, startSnippet, tsc } from "./processes.js";
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+const supplied = fileURLToPath(new URL("./supplied/", import.meta.url));
+
+/** The snippets this test runs, by where they stand in the README. */
+type Role = "stage-1" | "stage-2" | "console" | "testing" | "script";
+const RUN: Record<Role, { file: string; where: string }> = {
+  "stage-1": { file: "stage-1.ts", where: "the first block of 'Installer stage 1'" },
+  "stage-2": { file: "stage-2.ts", where: "the second block of 'Installer stage 1'" },
+  console: { file: "console.ts", where: "the block of 'The console' (outside its subsection)" },
+  testing: { file: "console.test.ts", where: "the block of 'Testing a console without a server'" },
+  script: { file: "approve-confirmed.ts", where: "the TypeScript block of 'Scripts'" },
+};
+
+/** The modules a `// yours:` import may name, supplied by this test (./supplied/). */
+const SUPPLIED_MODULES: Record<string, string> = {
+  "./installer-ui.js": "installer-ui.ts",
+  "./console-ui.js": "console-ui.ts",
+};
+
+/** The `const NAME = …; // yours:` constants this test supplies, per snippet. */
+const SUPPLIED_CONSTANTS: Partial<Record<Role, readonly string[]>> = {
+  "stage-1": ["MACHINE_DIR", "RELEASE_KEY_FILE", "INSTALLED_RELEASE"],
+  "stage-2": ["MACHINE_DIR"],
+  console: ["API_URL"],
+};
+
+/**
+ * What the fragments (the type-checked snippets that continue another, e.g. the self-upgrade
+ * example) use without defining: the installer's state at that point, and a progress bar of the
+ * reader's. Given to the fragments only; a fragment naming anything else fails to compile.
+ */
+const FRAGMENT_CONTEXT = `import type { JoinSession, MachineIdentity, Registration } from "@stratum/join/node";
+declare global {
+  const registration: Registration;
+  const session: JoinSession;
+  const identity: MachineIdentity;
+  const trustedPem: string;
+  const bar: { update(fraction: number): void };
+  const signal: AbortSignal;
+}
+export {};
+`;
+
+const readme = readFileSync(join(root, "README.md"), "utf8");
+
+/** The README's script blocks, each with the role this test runs it in (none: type-checked only). */
+function snippets(): Array<CodeBlock & { role?: Role; file: string }> {
+  const installer: CodeBlock[] = [];
+  return codeBlocks(readme)
+    .filter((block) => SCRIPT_LANGS.includes(block.lang))
+    .map((block) => {
+      let role: Role | undefined;
+      if (block.section.startsWith("Installer stage 1")) {
+        installer.push(block);
+        role = installer.length === 1 ? "stage-1" : installer.length === 2 ? "stage-2" : undefined;
+      } else if (block.subsection.startsWith("Testing a console without a server")) role = "testing";
+      else if (block.section.startsWith("The console:") && block.subsection === "") role = "console";
+      else if (block.section === "Scripts") role = "script";
+      const js = block.lang.startsWith("j");
+      return {
+        ...block,
+        ...(role ? { role } : {}),
+        file: role ? RUN[role].file : `fragment-L${block.line}.${js ? "js" : "ts"}`,
+      };
+    });
+}
+
+/** The names a supplied module exports. */
+function exportsOf(file: string): string[] {
+  const text = readFileSync(join(supplied, file), "utf8");
+  return [...text.matchAll(/^export (?:async )?(?:function|const|class) (\w+)/gm)].map((m) => m[1]!);
+}
+
+let project: string;
+let work: string;
+beforeAll(async () => {
+  project = ((await packedProject()) as { dir: string }).dir;
+  work = join(project, `readme-${process.pid}`);
+  rmSync(work, { recursive: true, force: true });
+  mkdirSync(work);
+  for (const snippet of snippets()) writeFileSync(join(work, snippet.file), snippet.code);
+  for (const file of Object.values(SUPPLIED_MODULES)) cpSync(join(supplied, file), join(work, file));
+  writeFileSync(join(work, "fragment-context.d.ts"), FRAGMENT_CONTEXT);
+}, 600_000);
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+describe("the README's snippets", () => {
+  it("are where this test expects them: one of each it runs", () => {
+    const all = snippets();
+    for (const role of Object.keys(RUN) as Role[]) {
+      expect(all.filter((s) => s.role === role).length, `${RUN[role].where}`).toBe(1);
+    }
+    expect(all.length).toBeGreaterThanOrEqual(Object.keys(RUN).length);
+  });
+
+  it("name as the reader's own (// yours:) only what this test supplies", () => {
+    const problems: string[] = [];
+    for (const snippet of snippets()) {
+      const at = (line: number) => `README.md:${snippet.line + line - 1}`;
+      for (const yours of yoursLines(snippet.code)) {
+        if (yours.kind === "unrecognised") {
+          problems.push(`${at(yours.line)}: a // yours: line that is neither an import nor a const: ${yours.text}`);
+        } else if (yours.kind === "import") {
+          const file = SUPPLIED_MODULES[yours.from];
+          const offered = file ? exportsOf(file) : [];
+          for (const name of yours.names) {
+            if (!offered.includes(name))
+              problems.push(`${at(yours.line)}: ${name} from ${yours.from} is not supplied by test/readme/supplied/`);
+          }
+        } else if (snippet.role && !SUPPLIED_CONSTANTS[snippet.role]?.includes(yours.name)) {
+          problems.push(`${at(yours.line)}: the test supplies no value for ${yours.name}`);
+        }
+      }
+      // Every relative import of a snippet is the reader's own, and says so.
+      for (const match of snippet.code.matchAll(/from\s+"(\.[^"]+)";(.*)$/gm)) {
+        if (!match[2]!.includes("// yours:"))
+          problems.push(
+            `${at(snippet.code.slice(0, match.index).split("\n").length)}: ${match[1]} is not marked // yours:`,
+          );
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it("type-check in a fresh project with the packed package (strict, module nodenext)", async () => {
+    const all = snippets();
+    const options = {
+      strict: true,
+      module: "nodenext",
+      moduleResolution: "nodenext",
+      target: "es2022",
+      noEmit: true,
+      allowJs: true,
+      checkJs: true,
+    };
+    const config = (name: string, files: string[]) =>
+      writeFileSync(join(work, name), `${JSON.stringify({ compilerOptions: options, files }, null, 2)}\n`);
+    config("tsconfig.json", [...all.filter((s) => s.role).map((s) => s.file), ...Object.values(SUPPLIED_MODULES)]);
+    config("tsconfig.fragments.json", [...all.filter((s) => !s.role).map((s) => s.file), "fragment-context.d.ts"]);
+    const results = await Promise.all([
+      tsc(project, work, "tsconfig.json"),
+      tsc(project, work, "tsconfig.fragments.json"),
+    ]);
+    // Errors at the README's own lines: `README.md:123 error TS2304: Cannot find name …`.
+    const where = new Map(all.map((s) => [s.file, s.line]));
+    const errors = results
+      .flatMap((r) => r.output.split("\n"))
+      .filter(Boolean)
+      .map((line) => {
+        const m = /^(\S+?)\((\d+),\d+\): (.*)$/.exec(line);
+        const start = m && where.get(m[1]!);
+        return m && start ? `README.md:${start + Number(m[2]) - 1} ${m[3]}` : line;
+      });
+    expect(errors).toEqual([]);
+    expect(results.map((r) => r.code)).toEqual([0, 0]);
+  }, 300_000);
+});
+
+describe("the README's snippets against a reference server", () => {
+  let h: Harness;
+  let releases: string;
+  let releaseKeyFile: string;
+  beforeAll(async () => {
+    // The cluster runs 0.6.0 and serves it; the installer is 0.5.0, so it upgrades itself.
+    releases = mkdtempSync(join(tmpdir(), "stratum-readme-releases-"));
+    const dir = join(releases, "0.6.0");
+    mkdirSync(join(dir, "os", "blobs"), { recursive: true });
+    mkdirSync(join(dir, "sysext"), { recursive: true });
+    writeFileSync(join(dir, "os", "blobs", "rootfs.img"), Buffer.alloc(600_000, 7));
+    writeFileSync(join(dir, "sysext", "agent.raw"), "agent\n");
+    const key = generateReleaseKeyPair();
+    await signReleaseDirectory(dir, { release: "0.6.0", keys: [key.privateKeyPem] });
+    releaseKeyFile = join(releases, "release-key.pem");
+    writeFileSync(releaseKeyFile, key.publicKeyPem);
+    h = await startHarness({ releaseDir: releases, clusterRelease: "0.6.0", timing: { tickMs: 100 } });
+  });
+  afterAll(async () => {
+    await h?.close();
+    rmSync(releases, { recursive: true, force: true });
+  });
+
+  /** A snippet's file with the test's values in its `// yours:` constants. */
+  function runnable(role: Role, values: Record<string, string>): string {
+    const snippet = snippets().find((s) => s.role === role)!;
+    const file = `run-${RUN[role].file}`;
+    writeFileSync(join(work, file), supplyConstants(snippet.code, values));
+    return file;
+  }
+
+  it("installer stage 1 then stage 2, two processes: from a join URL to joined, stopping and resuming the wait", async () => {
+    const machineDir = join(work, "machine");
+    const { url } = await h.admin.mintJoinCode({ endpoint: h.server.joinEndpoint });
+    const stage1 = startSnippet(
+      runnable("stage-1", {
+        MACHINE_DIR: JSON.stringify(machineDir),
+        RELEASE_KEY_FILE: JSON.stringify(releaseKeyFile),
+        INSTALLED_RELEASE: JSON.stringify("0.5.0"),
+      }),
+      { cwd: work, env: { STRATUM_JOIN_URL: url } },
+    );
+    expect(await stage1.exited(), stage1.stderr()).toBe(0);
+    const pairingCode = (await stage1.waitFor(/^PAIRING /)).slice("PAIRING ".length);
+    expect(stage1.lines[0]).toMatch(/^cluster release 0\.6\.0; the code is valid until \S+$/);
+    expect(stage1.lines.some((l) => /^release 0\.6\.0: \d+ of \d+ bytes$/.test(l))).toBe(true);
+    expect(stage1.lines.at(-1)).toMatch(/^pending: reboot into the installed system/);
+    // What stage 1 left in the machine directory.
+    const mode = (name: string) => statSync(join(machineDir, name)).mode & 0o777;
+    expect([mode("."), mode("key.pem"), mode("cert.pem"), mode("session.json")]).toEqual([0o700, 0o600, 0o644, 0o644]);
+    expect(statSync(join(machineDir, "release", "0.6.0", "payload", "manifest.json")).isFile()).toBe(true);
+    const session = JSON.parse(readFileSync(join(machineDir, "session.json"), "utf8")) as { joinId: string };
+    expect(await h.admin.getNodeJoin(session.joinId)).toMatchObject({
+      state: "pending",
+      pairingCode,
+      release: "0.6.0",
+    });
+
+    // Stage 2 waits; SIGTERM stops the wait cleanly (exit 130), and a new process picks it up.
+    const values = { MACHINE_DIR: JSON.stringify(machineDir) };
+    const stopped = startSnippet(runnable("stage-2", values), { cwd: work });
+    await stopped.waitFor(/^state pending$/);
+    stopped.child.kill("SIGTERM");
+    expect(await stopped.exited(), stopped.stderr()).toBe(130);
+    const stage2 = startSnippet(runnable("stage-2", values), { cwd: work });
+    await stage2.waitFor(/^state pending$/);
+    await h.admin.approveNodeJoin(session.joinId);
+    expect(await stage2.exited(), stage2.stderr()).toBe(0);
+    expect(stage2.lines).toContain("state delivering");
+    expect(stage2.lines.at(-1)).toBe("Joining the cluster: done; the join is joined");
+    expect(statSync(join(machineDir, "delivery", "node.yaml")).mode & 0o777).toBe(0o600);
+    const joined = await h.admin.getNodeJoin(session.joinId);
+    expect(joined.state).toBe("joined");
+    expect(joined.logTail).toContain(`storage: installed with ${join(machineDir, "delivery", "node.yaml")}`);
+  }, 400_000);
+
+  it("the console: mints, shows the machine arriving, marks a refused field, approves, and ends its watch when the page goes", async () => {
+    const page = startSnippet(runnable("console", { API_URL: JSON.stringify(h.server.adminUrl) }), {
+      cwd: work,
+      env: { README_ADMIN_TOKEN: h.server.adminToken },
+    });
+    // The page going away must end the watch and, with it, the process.
+    expect(await page.exited(), page.stderr()).toBe(0);
+    const lines = page.lines;
+    expect(lines).not.toContainEqual(expect.stringMatching(/^ERROR|failed/));
+    const pairingCode = lines
+      .find((l) => l.startsWith("machine registered"))
+      ?.split(" ")
+      .at(-1);
+    expect(lines).toContain("qr shown");
+    expect(lines).toContain(`added console-node pending ${pairingCode}`);
+    expect(lines).toContainEqual(expect.stringMatching(/^field disks\[0\]\.key: /));
+    expect(lines).toContainEqual(expect.stringMatching(/^changed console-node (approved|delivering)$/));
+    expect(lines.at(-1)).toBe("page hidden");
+    const joins = (await h.admin.listNodeJoins()).items.filter((j) => j.hostname === "console-node");
+    expect(joins).toHaveLength(1);
+    expect(joins[0]!.state).not.toBe("pending");
+  }, 300_000);
+
+  it("the testing example passes under vitest in the fresh project", async () => {
+    const vitest = join(project, "node_modules", "vitest", "vitest.mjs");
+    const run = await runToEnd(process.execPath, [vitest, "run", RUN.testing.file], {
+      cwd: work,
+      env: { NO_COLOR: "1" },
+    });
+    expect(run.output).toMatch(/Tests\s+2 passed/);
+    expect(run.code, run.output).toBe(0);
+  }, 300_000);
+
+  it("the script approves the waiting machines whose pairing codes were confirmed, and only those", async () => {
+    // A cluster of its own: the machines of this file register from one address, which the
+    // default approval gives the first machine approved.
+    const own = await startHarness({ timing: { tickMs: 100 } });
+    try {
+      await approveConfirmed(own);
+    } finally {
+      await own.close();
+    }
+  }, 300_000);
+
+  async function approveConfirmed(h: Harness): Promise<void> {
+    const { url } = await h.admin.mintJoinCode({ endpoint: h.server.joinEndpoint });
+    const register = async (hostname: string) =>
+      (
+        await registerMachine({
+          url,
+          identity: await createMachineIdentity(),
+          release: "0.6.0",
+          hostname,
+          inventory: demoInventory,
+        })
+      ).registration;
+    const confirmed = await register("script-node");
+    const unconfirmed = await register("script-other");
+    const script = startSnippet(join(work, RUN.script.file), {
+      cwd: work,
+      env: { STRATUM_API: h.server.adminUrl, STRATUM_TOKEN: h.server.adminToken },
+      args: [confirmed.pairingCode, "ZZZ-ZZZ"],
+    });
+    expect(await script.exited(), script.stderr()).toBe(0);
+    expect(script.lines.filter(Boolean)).toEqual([expect.stringMatching(/^script-node: approved as \S+$/)]);
+    expect((await h.admin.getNodeJoin(unconfirmed.joinId)).state).toBe("pending");
+  }
+});
