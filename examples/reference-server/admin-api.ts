@@ -7,8 +7,14 @@
 
 import { authorize } from "./auth.js";
 import type { Cluster } from "./cluster.js";
-import { HttpProblem, Router, parseBody, readJson, sendJson } from "./http.js";
-import { ApprovalSchema, ClusterUpgradeSchema, JoinCodeRequestSchema, RejectionSchema } from "./schemas.js";
+import { HttpProblem, Router, parseBody, readJson, sendJson, type RequestContext } from "./http.js";
+import {
+  ApprovalSchema,
+  ClusterUpgradeSchema,
+  JoinCodeRequestSchema,
+  JoinFailureSchema,
+  RejectionSchema,
+} from "./schemas.js";
 
 /** What the admin API needs besides the cluster. */
 export interface AdminDeps {
@@ -89,14 +95,17 @@ function joinRoutes(router: Router, deps: AdminDeps): void {
 
   router.add("POST", "/v1/admin/cluster/joins/:joinId/reject", async (ctx) => {
     const who = authorize(store, ctx, "ha:ApproveNodeJoin");
-    const raw = await readJson(ctx, deps.bodyBytes);
-    if (raw === undefined)
-      throw new HttpProblem(400, "INVALID_INPUT", {
-        detail: "A rejection needs a reason.",
-        errors: [{ field: "reason", message: "is required" }],
-      });
-    const body = parseBody(RejectionSchema, raw);
+    const body = parseBody(RejectionSchema, await reasonBody(ctx, deps.bodyBytes, "A rejection"));
     const join = cluster.reject(who.name, ctx.params.joinId!, body.reason);
+    deps.kickRunner();
+    sendJson(ctx, 200, join);
+  });
+
+  // A running join that will never finish: failed now, which frees the queue for the next one.
+  router.add("POST", "/v1/admin/cluster/joins/:joinId/fail", async (ctx) => {
+    const who = authorize(store, ctx, "ha:ApproveNodeJoin");
+    const body = parseBody(JoinFailureSchema, await reasonBody(ctx, deps.bodyBytes, "Failing a join"));
+    const join = cluster.fail(who.name, ctx.params.joinId!, body.reason);
     deps.kickRunner();
     sendJson(ctx, 200, join);
   });
@@ -107,6 +116,17 @@ function joinRoutes(router: Router, deps: AdminDeps): void {
     deps.kickRunner();
     sendJson(ctx, 200, join);
   });
+}
+
+/** The body of a call that needs a reason: 400 at `reason` when there is none. */
+async function reasonBody(ctx: RequestContext, bodyBytes: number, what: string): Promise<unknown> {
+  const raw = await readJson(ctx, bodyBytes);
+  if (raw === undefined)
+    throw new HttpProblem(400, "INVALID_INPUT", {
+      detail: `${what} needs a reason.`,
+      errors: [{ field: "reason", message: "is required" }],
+    });
+  return raw;
 }
 
 /** Members, networks, and the cluster events a test or the console can cause. */

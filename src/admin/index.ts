@@ -106,6 +106,18 @@ export interface AdminClient {
   ): Promise<ApiSchemas["NodeJoin"]>;
   /** Queues a failed join again (`POST …/joins/{joinId}/retry`). */
   retryNodeJoin(joinId: string, options?: CallOptions): Promise<ApiSchemas["NodeJoin"]>;
+  /**
+   * Fails a running join (`delivering`, `installing`) at once, with a reason
+   * (`POST …/joins/{joinId}/fail`): for a machine that will never report again. It becomes
+   * `failed` with `failedStep` `operator` and the reason as `failedError`, which frees the queue
+   * for the next join; {@link AdminClient.retryNodeJoin} queues it again. Any other state is
+   * 409 `JOIN_STATE_CONFLICT`.
+   */
+  failNodeJoin(
+    joinId: string,
+    failure: ApiSchemas["JoinFailure"],
+    options?: CallOptions,
+  ): Promise<ApiSchemas["NodeJoin"]>;
   /** The members and the membership generation (`GET /v1/admin/cluster/members`). */
   listClusterMembers(options?: CallOptions): Promise<ApiSchemas["MemberList"]>;
   /** The cluster's networks, for an assignment (`GET /v1/admin/cluster/networks`). */
@@ -235,6 +247,7 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
   const APPROVAL_PREVIEW = "/v1/admin/cluster/joins/{joinId}/approval-preview";
   const REJECT = "/v1/admin/cluster/joins/{joinId}/reject";
   const RETRY = "/v1/admin/cluster/joins/{joinId}/retry";
+  const FAIL = "/v1/admin/cluster/joins/{joinId}/fail";
   const MEMBERS = "/v1/admin/cluster/members";
   const NETWORKS = "/v1/admin/cluster/networks";
   const CA_ROTATIONS = "/v1/admin/cluster/ca-rotations";
@@ -277,6 +290,13 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
       ),
     retryNodeJoin: (joinId, o) =>
       call("retryNodeJoin", `POST ${RETRY}`, (init) => raw.POST(RETRY, { ...init, params: { path: { joinId } } }), o),
+    failNodeJoin: (joinId, failure, o) =>
+      call(
+        "failNodeJoin",
+        `POST ${FAIL}`,
+        (init) => raw.POST(FAIL, { ...init, params: { path: { joinId } }, body: failure }),
+        o,
+      ),
     listClusterMembers: (o) => call("listClusterMembers", `GET ${MEMBERS}`, (init) => raw.GET(MEMBERS, init), o),
     getClusterNetworks: (o) => call("getClusterNetworks", `GET ${NETWORKS}`, (init) => raw.GET(NETWORKS, init), o),
     rotateClusterCa: (o) => call("rotateClusterCa", `POST ${CA_ROTATIONS}`, (init) => raw.POST(CA_ROTATIONS, init), o),

@@ -220,8 +220,9 @@ export interface AdminHandlersOptions {
  * msw handlers for every admin operation, serving a {@link FakeCluster} with the API's rules:
  * minting answers the code once, revoking a live code revokes it, approving (or previewing an
  * approval) only a `pending` or `failed` join (else 409 `JOIN_STATE_CONFLICT`), rejecting needs a reason (else 400
- * `INVALID_INPUT` with a field error), retrying only a `failed` one, unknown ids 404, a CA
- * rotation revokes every live code.
+ * `INVALID_INPUT` with a field error), retrying only a `failed` one, failing (with a reason)
+ * only a running one (`delivering`, `installing`), unknown ids 404, a CA rotation revokes every
+ * live code. The join list has no long poll (no `ETag`): `watchJoins` polls it.
  */
 export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[] {
   const cluster = options.cluster ?? createFakeCluster();
@@ -352,6 +353,28 @@ export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[]
           failedStep: undefined,
           failedStepTitle: undefined,
           failedError: undefined,
+        }),
+      );
+    }),
+    http.post("/v1/admin/cluster/joins/{joinId}/fail", async ({ params, request, response }) => {
+      const join = findJoin(params.joinId);
+      if (!join) return response.untyped(notFound("join"));
+      const body = await request.json().catch(() => undefined);
+      if (!body || typeof body.reason !== "string" || body.reason === "") {
+        return response.untyped(
+          problemResponse(400, "INVALID_INPUT", {
+            title: "Invalid input",
+            errors: [{ field: "reason", message: "is required" }],
+          }),
+        );
+      }
+      if (join.state !== "delivering" && join.state !== "installing") return response.untyped(conflict(join, "failed"));
+      return response(200).json(
+        cluster.updateJoin(join.id, {
+          state: "failed",
+          failedStep: "operator",
+          failedStepTitle: "Failed by bootstrap-admin",
+          failedError: body.reason,
         }),
       );
     }),
