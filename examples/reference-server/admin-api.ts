@@ -8,6 +8,7 @@
 import { authorize } from "./auth.js";
 import type { Cluster } from "./cluster.js";
 import { HttpProblem, Router, parseBody, readJson, sendJson, type RequestContext } from "./http.js";
+import { jsonEtag, matches, waitForChange, waitSecondsOf } from "./long-poll.js";
 import {
   ApprovalSchema,
   ClusterUpgradeSchema,
@@ -68,9 +69,27 @@ function joinRoutes(router: Router, deps: AdminDeps): void {
   const { cluster } = deps;
   const store = cluster.store;
 
-  router.add("GET", "/v1/admin/cluster/joins", (ctx) => {
+  // A long poll (`waitSeconds` with `If-None-Match`): held until the list differs from the one
+  // the caller has, or the wait ends (304).
+  router.add("GET", "/v1/admin/cluster/joins", async (ctx) => {
     authorize(store, ctx, "ha:DescribeNodeJoins");
-    sendJson(ctx, 200, { items: cluster.listJoins() });
+    const waitSeconds = waitSecondsOf(ctx.url);
+    const ifNoneMatch = ctx.req.headers["if-none-match"];
+    let items = cluster.listJoins();
+    let etag = jsonEtag(items);
+    if (waitSeconds > 0 && matches(ifNoneMatch, etag)) {
+      const held = etag;
+      await waitForChange(store, ctx.res, waitSeconds * 1000, () => jsonEtag(cluster.listJoins()) !== held);
+      if (ctx.res.destroyed) return;
+      items = cluster.listJoins();
+      etag = jsonEtag(items);
+    }
+    if (matches(ifNoneMatch, etag)) {
+      ctx.res.writeHead(304, { ETag: etag, "Cache-Control": "no-store" });
+      ctx.res.end();
+      return;
+    }
+    sendJson(ctx, 200, { items }, { ETag: etag });
   });
 
   router.add("GET", "/v1/admin/cluster/joins/:joinId", (ctx) => {

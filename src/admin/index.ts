@@ -12,9 +12,22 @@ import { problemFromResponse } from "../core/problem.js";
 import { throwIfAborted } from "../core/retry.js";
 import { NetworkError, ResponseValidationError, StratumError, TimeoutError } from "../errors/index.js";
 import type { AdminOperationId, ResponseValidator } from "../schemas/index.js";
-import { watchJoins, type JoinChange, type WatchJoinsOptions } from "./watch.js";
+import {
+  watchJoins,
+  type JoinChange,
+  type JoinListPoll,
+  type PollNodeJoinsOptions,
+  type WatchJoinsOptions,
+} from "./watch.js";
 
-export { diffJoins, watchJoins, type JoinChange, type WatchJoinsOptions } from "./watch.js";
+export {
+  diffJoins,
+  watchJoins,
+  type JoinChange,
+  type JoinListPoll,
+  type PollNodeJoinsOptions,
+  type WatchJoinsOptions,
+} from "./watch.js";
 
 /** The component schemas of `openapi.yaml` as TypeScript types (`ApiSchemas["NodeJoin"]`, …). */
 export type ApiSchemas = components["schemas"];
@@ -78,6 +91,15 @@ export interface AdminClient {
   revokeJoinCode(codeId: string, options?: CallOptions): Promise<ApiSchemas["JoinCode"]>;
   /** Every registration, newest first (`GET /v1/admin/cluster/joins`). */
   listNodeJoins(options?: CallOptions): Promise<ApiSchemas["NodeJoinList"]>;
+  /**
+   * One long poll of the registrations (`GET /v1/admin/cluster/joins?waitSeconds=N` with
+   * `If-None-Match`): without `etag`, the list at once with its `ETag`; with `etag` (the one of
+   * the list the caller has), the founder holds the request until the list changes (`changed:
+   * true`, the new list and `ETag`) or `waitSeconds` pass (`changed: false`). An answer with no
+   * `etag` is from a founder that cannot long-poll. `timeoutMs` counts from the end of the wait.
+   * {@link AdminClient.watchJoins} is built on it.
+   */
+  pollNodeJoins(options?: PollNodeJoinsOptions): Promise<JoinListPoll>;
   /** One registration, with the tail of its install log (`GET /v1/admin/cluster/joins/{joinId}`). */
   getNodeJoin(joinId: string, options?: CallOptions): Promise<ApiSchemas["NodeJoin"]>;
   /** Approves a machine with its assignment; all defaults without one (`POST …/joins/{joinId}/approve`). */
@@ -130,9 +152,10 @@ export interface AdminClient {
     options?: CallOptions,
   ): Promise<ApiSchemas["ClusterUpgrade"]>;
   /**
-   * Polls the join list and yields what changed: a machine arrived (`added`), a join moved
-   * (`changed`, with the previous view), or left the list (`removed`). The first poll yields
-   * every join as `added`. See {@link watchJoins}.
+   * Watches the join list and yields what changed: a machine arrived (`added`), a join moved
+   * (`changed`, with the previous view), or left the list (`removed`). The first answer yields
+   * every join as `added`. Long-polls (a change arrives as it happens), or polls every
+   * `intervalMs` against a founder that cannot. See {@link watchJoins}.
    */
   watchJoins(options?: WatchJoinsOptions): AsyncGenerator<JoinChange, void, undefined>;
   /**
@@ -140,6 +163,12 @@ export interface AdminClient {
    * keeps openapi-fetch's own contract (`{ data, error, response }`, no throwing on 4xx/5xx).
    */
   readonly raw: Client<paths>;
+}
+
+/** What a wrapped call may accept besides a 2xx. */
+interface Accepts {
+  /** Takes a 304 (a long poll that saw no change) as an answer, not a refusal. */
+  notModified?: boolean;
 }
 
 /** What every wrapped call hands openapi-fetch on top of its own arguments. */
@@ -183,6 +212,17 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     send: (init: SendInit) => Promise<{ data?: T }>,
     callOptions: CallOptions = {},
   ): Promise<T> {
+    return (await exchange(operationId, operation, send, callOptions)).data;
+  }
+
+  /** One call, its answer's body (validated when asked) and the response it came in. */
+  async function exchange<T>(
+    operationId: AdminOperationId,
+    operation: string,
+    send: (init: SendInit) => Promise<{ data?: T; response?: Response }>,
+    callOptions: CallOptions = {},
+    accepts: Accepts = {},
+  ): Promise<{ data: T; response: Response | undefined }> {
     const { signal } = callOptions;
     throwIfAborted(signal);
     const authorization = `Bearer ${await resolveToken()}`;
@@ -208,13 +248,14 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
         return undefined;
       },
       async onResponse({ response }) {
-        if (!response.ok) throw await problemFromResponse(response, operation);
-        return undefined;
+        if (response.ok || (accepts.notModified && response.status === 304)) return undefined;
+        throw await problemFromResponse(response, operation);
       },
     };
     let data: unknown;
+    let response: Response | undefined;
     try {
-      ({ data } = await send({
+      ({ data, response } = await send({
         signal: linked.signal,
         headers: { Authorization: authorization },
         middleware: [refusals],
@@ -231,12 +272,33 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
       clearTimeout(timer);
       linked.dispose();
     }
-    if (validate) {
+    if (validate && response?.status !== 304) {
       const result = validate(operationId, data);
       if (!result.success) throw new ResponseValidationError(operation, result.issues);
       data = result.data;
     }
-    return data as T;
+    return { data: data as T, response };
+  }
+
+  async function pollNodeJoins(o: PollNodeJoinsOptions = {}): Promise<JoinListPoll> {
+    const { etag, signal } = o;
+    const waitSeconds = etag === undefined ? 0 : (o.waitSeconds ?? 0);
+    const base = o.timeoutMs ?? defaultTimeoutMs;
+    const { data, response } = await exchange(
+      "listNodeJoins",
+      `GET ${JOINS}`,
+      (init) =>
+        raw.GET(JOINS, {
+          ...init,
+          headers: { ...init.headers, ...(etag === undefined ? {} : { "If-None-Match": etag }) },
+          ...(waitSeconds > 0 ? { params: { query: { waitSeconds } } } : {}),
+        }),
+      { ...(signal ? { signal } : {}), ...(base === undefined ? {} : { timeoutMs: base + waitSeconds * 1000 }) },
+      { notModified: true },
+    );
+    const answered = response?.headers.get("ETag") ?? undefined;
+    if (response?.status === 304) return { changed: false, etag: answered ?? etag! };
+    return { changed: true, items: data.items, etag: answered };
   }
 
   const JOIN_CODES = "/v1/admin/cluster/join-codes";
@@ -265,6 +327,7 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
         o,
       ),
     listNodeJoins: (o) => call("listNodeJoins", `GET ${JOINS}`, (init) => raw.GET(JOINS, init), o),
+    pollNodeJoins,
     getNodeJoin: (joinId, o) =>
       call("getNodeJoin", `GET ${JOIN}`, (init) => raw.GET(JOIN, { ...init, params: { path: { joinId } } }), o),
     approveNodeJoin: (joinId, approval, o) =>

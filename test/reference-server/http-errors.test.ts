@@ -116,7 +116,7 @@ describe("the HTTP parser's refusals are problem documents", () => {
 });
 
 describe("request bodies that are not plain JSON: 415 UNSUPPORTED_MEDIA_TYPE", () => {
-  const refused: { name: string; headers: Record<string, string>; body: string | Buffer }[] = [
+  const refused: { name: string; headers: Record<string, string>; body: string }[] = [
     { name: "text/plain", headers: { "content-type": "text/plain" }, body: "{}" },
     { name: "a form", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "ttlSeconds=60" },
     { name: "XML", headers: { "content-type": "application/xml" }, body: "<code/>" },
@@ -179,7 +179,7 @@ describe("request bodies that are not plain JSON: 415 UNSUPPORTED_MEDIA_TYPE", (
     const joiner = await TestJoiner.create(t.server);
     const connection = await joiner.connect();
     const body = JSON.stringify({ selector: code.slice(0, 2), ke1: "AAAA" });
-    for (const headers of [
+    for (const headers of <Record<string, string>[]>[
       { "content-type": "text/plain" },
       { "content-type": "application/json", "content-encoding": "gzip" },
     ]) {
