@@ -128,7 +128,9 @@ describe("a cluster on IPv6", () => {
 
     // Approved with the defaults and one data link: every address IPv6 but the overlay's IPv4 half.
     const approved = await client.approveNodeJoin(joinId, {
-      assignment: { links: [{ name: "data", interface: "enp2s0", purposes: ["storage", "overlay"] }] },
+      assignment: {
+        links: [{ name: "data", kind: "ethernet", interface: "enp2s0", purposes: ["storage", "overlay"] }],
+      },
     });
     expect(approved.assignment).toMatchObject({
       mgmt: { interface: "enp1s0", address: "fd00:10::21" },
