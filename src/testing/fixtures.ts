@@ -7,11 +7,14 @@
 import { HttpResponse } from "msw";
 import type { components } from "../../generated/api.js";
 
-/** The component schemas of `openapi.yaml` as TypeScript types. */
-type Schemas = components["schemas"];
-type NodeJoin = Schemas["NodeJoin"];
-type JoinCode = Schemas["JoinCode"];
-type ProblemCode = Schemas["ProblemCode"];
+/** The component schemas of `openapi.yaml` as TypeScript types (`ApiSchemas["NodeJoin"]`, …). */
+export type Schemas = components["schemas"];
+/** A machine that registered to join, on the founder. */
+export type NodeJoin = Schemas["NodeJoin"];
+/** A join code as the founder lists it (never the code itself). */
+export type JoinCode = Schemas["JoinCode"];
+/** The machine-readable code of every API refusal. */
+export type ProblemCode = Schemas["ProblemCode"];
 
 /** What {@link problemResponse} puts in the document and headers besides the code. */
 export interface ProblemInit {

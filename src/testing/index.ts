@@ -12,18 +12,9 @@ import { createOpenApiHttp, type OpenApiHttpHandlers } from "openapi-msw";
 import type { components, operations, paths } from "../../generated/api.js";
 import { generateJoinCode } from "../core/join-code.js";
 import { formatJoinUrl } from "../core/join-url.js";
-import { fixtures, problemResponse } from "./fixtures.js";
+import { fixtures, problemResponse, type JoinCode, type NodeJoin, type ProblemCode, type Schemas } from "./fixtures.js";
 
 export { fixtures, problemResponse, type ProblemInit } from "./fixtures.js";
-
-/** The component schemas of `openapi.yaml` as TypeScript types (`ApiSchemas["NodeJoin"]`, …). */
-type Schemas = components["schemas"];
-/** A machine that registered to join, on the founder. */
-type NodeJoin = Schemas["NodeJoin"];
-/** A join code as the founder lists it (never the code itself). */
-type JoinCode = Schemas["JoinCode"];
-/** The machine-readable code of every API refusal. */
-type ProblemCode = Schemas["ProblemCode"];
 
 // The shapes the handlers and fixtures speak, under the names the root entry gives them.
 export type { Schemas as ApiSchemas, NodeJoin, JoinCode as JoinCodeInfo, ProblemCode, components, operations, paths };
