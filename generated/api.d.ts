@@ -268,9 +268,15 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List machines that registered to join (bootstrap-admin).
+         * List machines that registered to join (bootstrap-admin; long poll).
          * @description Every registration, newest first, with its hardware, pairing code, state and steps.
          *     Gates on `ha:DescribeNodeJoins`.
+         *
+         *     Long poll: with `waitSeconds` and `If-None-Match` (the `ETag` of the list the caller
+         *     has), the founder holds the request until the list changes (a machine registers, a join
+         *     moves, a progress report arrives: 200 with the new list and its `ETag`, at once) or the
+         *     wait ends (304). A console sees a machine arrive without polling in a loop. A server
+         *     that sends no `ETag` cannot long-poll; a client then polls.
          */
         get: operations["listNodeJoins"];
         put?: never;
@@ -406,6 +412,33 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/cluster/joins/{joinId}/fail": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Fail a running join at once, with a reason.
+         * @description A running join (`delivering` or `installing`) becomes `failed` now, with `failedStep`
+         *     `operator`, `failedStepTitle` naming who failed it and `failedError` the reason: for a
+         *     machine that will never report again (powered off, reinstalled). Its delivery is
+         *     withdrawn and its member row removed, as for a failed step, so the next approved join
+         *     runs; `retry` queues it again with the assignment it had. The founder does the same by
+         *     itself to a running join silent past its stall deadline (`failedStep` `stalled`). Any
+         *     other state is 409 `JOIN_STATE_CONFLICT`. Audited (`cluster.join.failed`). Gates on
+         *     `ha:ApproveNodeJoin`.
+         */
+        post: operations["failNodeJoin"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/cluster/members": {
         parameters: {
             query?: never;
@@ -529,10 +562,16 @@ export interface components {
          *     - `UNAUTHORIZED`: no valid token.
          *     - `FORBIDDEN`: the token lacks the permission; `details.permission`.
          *     - `NOT_FOUND`: no such resource, or not this key's.
+         *     - `UNSUPPORTED_MEDIA_TYPE` (415): the request body is not `application/json` (optionally
+         *       `; charset=utf-8`, nothing else), or it carries a `Content-Encoding` other than
+         *       `identity`; send plain JSON.
+         *     - `STORAGE_UNAVAILABLE` (503, with `Retry-After`): the founder cannot write its state (its
+         *       disk is full); nothing was changed. It recovers by itself once space is back: wait
+         *       `Retry-After` and send the call again.
          *     - `INTERNAL`: the server failed; quote the `requestId`.
          * @enum {string}
          */
-        ProblemCode: "JOIN_CODE_INVALID" | "JOIN_BINDING_FAILED" | "JOIN_CODE_BUSY" | "JOIN_CODE_EXPIRED" | "JOIN_CODE_REVOKED" | "JOIN_CODE_STALE" | "JOIN_PAKE_RESTART" | "RELEASE_MISMATCH" | "REGISTRATION_REJECTED" | "RATE_LIMITED" | "UPGRADE_IN_PROGRESS" | "RELEASE_BUSY" | "INVALID_INPUT" | "JOIN_APPROVAL_REFUSED" | "JOIN_STATE_CONFLICT" | "RANGE_NOT_SATISFIABLE" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "INTERNAL";
+        ProblemCode: "JOIN_CODE_INVALID" | "JOIN_BINDING_FAILED" | "JOIN_CODE_BUSY" | "JOIN_CODE_EXPIRED" | "JOIN_CODE_REVOKED" | "JOIN_CODE_STALE" | "JOIN_PAKE_RESTART" | "RELEASE_MISMATCH" | "REGISTRATION_REJECTED" | "RATE_LIMITED" | "UPGRADE_IN_PROGRESS" | "RELEASE_BUSY" | "INVALID_INPUT" | "JOIN_APPROVAL_REFUSED" | "JOIN_STATE_CONFLICT" | "RANGE_NOT_SATISFIABLE" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "UNSUPPORTED_MEDIA_TYPE" | "STORAGE_UNAVAILABLE" | "INTERNAL";
         /**
          * @description An RFC 9457 problem document, the answer of every 4xx and 5xx.
          * @example {
@@ -1348,7 +1387,11 @@ export interface components {
             nodeId?: string;
             waitReason?: string;
             upgrade?: components["schemas"]["Upgrade"];
-            /** @description A running join whose joiner has been silent for 10 minutes. */
+            /**
+             * @description A running join whose joiner has been silent for 10 minutes (reference default). One
+             *     silent past the stall deadline (reference default 30 minutes) is failed by the
+             *     founder, with `failedStep` `stalled`.
+             */
             stalled: boolean;
             approvedBy?: string;
             /** Format: date-time */
@@ -1362,7 +1405,7 @@ export interface components {
             /** Format: date-time */
             lastSeenAt?: string;
             currentStep?: string;
-            /** @description The step that failed, as the joiner named it; a firstboot phase (storage), a join step (join/patroni), upgrade or upgrade/<step> while it upgrades itself, or join. */
+            /** @description The step that failed, as the joiner named it; a firstboot phase (storage), a join step (join/patroni), upgrade or upgrade/<step> while it upgrades itself, or join. Two names are the founder's own - `stalled` (the joiner was silent past the stall deadline) and `operator` (an operator failed the join, `failedError` the reason). */
             failedStep?: string;
             /** @description What a person is told failedStep is, e.g. "Upgrading to the cluster's release" for upgrade. Set whenever failedStep is, for any step name, so that a console needs no table of step names. */
             failedStepTitle?: string;
@@ -1522,6 +1565,11 @@ export interface components {
             /** @description Why, shown to the operator and in the joiner's view. */
             reason: string;
         };
+        /** @description Why an operator fails a running join. */
+        JoinFailure: {
+            /** @description Why, kept as the join's `failedError` and shown to the operator and in the joiner's view. */
+            reason: string;
+        };
         /** @enum {string} */
         MemberState: "joining" | "active" | "leaving";
         /** @description A cluster member. */
@@ -1565,8 +1613,17 @@ export interface components {
         };
         /** @description One cluster network that links take addresses from. */
         ClusterNetwork: {
-            /** @example 10.90.0.0/24 */
+            /**
+             * @description The network, IPv4 or IPv6 (`10.90.0.0/24`, `fd00:90::/64`).
+             * @example 10.90.0.0/24
+             */
             cidr: string;
+            /**
+             * @description A dual-stack network's second CIDR, of the other IP family than `cidr`. A link
+             *     carrying the network gets an address of each family.
+             * @example fd00:90::/64
+             */
+            secondaryCidr?: string;
             gateway?: string;
             mtu?: number;
             vlan?: number;
@@ -1763,8 +1820,9 @@ export interface components {
             };
         };
         /**
-         * @description Temporarily unavailable: an upgrade in progress (`UPGRADE_IN_PROGRESS`), or too many
-         *     served files at once (`RELEASE_BUSY`). Retry after `Retry-After` seconds.
+         * @description Temporarily unavailable: an upgrade in progress (`UPGRADE_IN_PROGRESS`), too many served
+         *     files at once (`RELEASE_BUSY`), or the founder's disk full (`STORAGE_UNAVAILABLE`).
+         *     Retry after `Retry-After` seconds.
          */
         Unavailable: {
             headers: {
@@ -1779,6 +1837,28 @@ export interface components {
                  *       "status": 503,
                  *       "requestId": "req-5t2m8q1z",
                  *       "code": "UPGRADE_IN_PROGRESS"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The request body is not `application/json` (optionally `; charset=utf-8`), or it carries
+         *     a `Content-Encoding` other than `identity` (`UNSUPPORTED_MEDIA_TYPE`).
+         */
+        UnsupportedMediaType: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "https://docs.stratum.example/problems/unsupported-media-type",
+                 *       "title": "Unsupported media type",
+                 *       "status": 415,
+                 *       "detail": "The request body must be application/json (it is text/plain).",
+                 *       "requestId": "req-5t2m8q1z",
+                 *       "code": "UNSUPPORTED_MEDIA_TYPE"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["Problem"];
@@ -1851,6 +1931,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
@@ -1910,6 +1991,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
@@ -2068,6 +2150,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
@@ -2142,6 +2225,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
@@ -2306,6 +2390,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2333,12 +2418,19 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listNodeJoins: {
         parameters: {
-            query?: never;
-            header?: never;
+            query?: {
+                /** @description How long to hold the request for a change, at most 30 seconds. 0 or absent answers at once. */
+                waitSeconds?: number;
+            };
+            header?: {
+                /** @description The `ETag` of the list the caller already has. */
+                "If-None-Match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2347,12 +2439,22 @@ export interface operations {
             /** @description The registrations. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["NodeJoinList"];
                 };
             };
+            /** @description Nothing changed within the wait. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
         };
@@ -2438,6 +2540,8 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
+            503: components["responses"]["Unavailable"];
         };
     };
     previewApproval: {
@@ -2477,6 +2581,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
         };
     };
     rejectNodeJoin: {
@@ -2509,6 +2614,8 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
+            503: components["responses"]["Unavailable"];
         };
     };
     retryNodeJoin: {
@@ -2536,6 +2643,46 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    failNodeJoin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The registration's id, e.g. `nj-8w2k4m1p`. */
+                joinId: components["parameters"]["JoinId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "reason": "powered off for good; reinstalling"
+                 *     }
+                 */
+                "application/json": components["schemas"]["JoinFailure"];
+            };
+        };
+        responses: {
+            /** @description Failed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodeJoin"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listClusterMembers: {
@@ -2602,6 +2749,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            503: components["responses"]["Unavailable"];
         };
     };
     setClusterUpgrade: {
@@ -2629,6 +2777,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            415: components["responses"]["UnsupportedMediaType"];
+            503: components["responses"]["Unavailable"];
         };
     };
 }

@@ -58,7 +58,7 @@ export {
   type WatchJoinsOptions,
   type ApiSchemas,
 } from "./admin/index.js";
-export type { JoinLister } from "./admin/watch.js";
+export type { JoinLister, JoinListPoll, PollNodeJoinsOptions } from "./admin/watch.js";
 export type { BackoffOptions } from "./core/retry.js";
 // Types only: the validator itself is in `@stratum/join/validate`.
 export type { ResponseValidator, ValidationResult, AdminOperationId } from "./schemas/index.js";

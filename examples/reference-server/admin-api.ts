@@ -7,8 +7,15 @@
 
 import { authorize } from "./auth.js";
 import type { Cluster } from "./cluster.js";
-import { HttpProblem, Router, parseBody, readJson, sendJson } from "./http.js";
-import { ApprovalSchema, ClusterUpgradeSchema, JoinCodeRequestSchema, RejectionSchema } from "./schemas.js";
+import { HttpProblem, Router, parseBody, readJson, sendJson, type RequestContext } from "./http.js";
+import { jsonEtag, matches, waitForChange, waitSecondsOf } from "./long-poll.js";
+import {
+  ApprovalSchema,
+  ClusterUpgradeSchema,
+  JoinCodeRequestSchema,
+  JoinFailureSchema,
+  RejectionSchema,
+} from "./schemas.js";
 
 /** What the admin API needs besides the cluster. */
 export interface AdminDeps {
@@ -62,9 +69,27 @@ function joinRoutes(router: Router, deps: AdminDeps): void {
   const { cluster } = deps;
   const store = cluster.store;
 
-  router.add("GET", "/v1/admin/cluster/joins", (ctx) => {
+  // A long poll (`waitSeconds` with `If-None-Match`): held until the list differs from the one
+  // the caller has, or the wait ends (304).
+  router.add("GET", "/v1/admin/cluster/joins", async (ctx) => {
     authorize(store, ctx, "ha:DescribeNodeJoins");
-    sendJson(ctx, 200, { items: cluster.listJoins() });
+    const waitSeconds = waitSecondsOf(ctx.url);
+    const ifNoneMatch = ctx.req.headers["if-none-match"];
+    let items = cluster.listJoins();
+    let etag = jsonEtag(items);
+    if (waitSeconds > 0 && matches(ifNoneMatch, etag)) {
+      const held = etag;
+      await waitForChange(store, ctx.res, waitSeconds * 1000, () => jsonEtag(cluster.listJoins()) !== held);
+      if (ctx.res.destroyed) return;
+      items = cluster.listJoins();
+      etag = jsonEtag(items);
+    }
+    if (matches(ifNoneMatch, etag)) {
+      ctx.res.writeHead(304, { ETag: etag, "Cache-Control": "no-store" });
+      ctx.res.end();
+      return;
+    }
+    sendJson(ctx, 200, { items }, { ETag: etag });
   });
 
   router.add("GET", "/v1/admin/cluster/joins/:joinId", (ctx) => {
@@ -89,14 +114,17 @@ function joinRoutes(router: Router, deps: AdminDeps): void {
 
   router.add("POST", "/v1/admin/cluster/joins/:joinId/reject", async (ctx) => {
     const who = authorize(store, ctx, "ha:ApproveNodeJoin");
-    const raw = await readJson(ctx, deps.bodyBytes);
-    if (raw === undefined)
-      throw new HttpProblem(400, "INVALID_INPUT", {
-        detail: "A rejection needs a reason.",
-        errors: [{ field: "reason", message: "is required" }],
-      });
-    const body = parseBody(RejectionSchema, raw);
+    const body = parseBody(RejectionSchema, await reasonBody(ctx, deps.bodyBytes, "A rejection"));
     const join = cluster.reject(who.name, ctx.params.joinId!, body.reason);
+    deps.kickRunner();
+    sendJson(ctx, 200, join);
+  });
+
+  // A running join that will never finish: failed now, which frees the queue for the next one.
+  router.add("POST", "/v1/admin/cluster/joins/:joinId/fail", async (ctx) => {
+    const who = authorize(store, ctx, "ha:ApproveNodeJoin");
+    const body = parseBody(JoinFailureSchema, await reasonBody(ctx, deps.bodyBytes, "Failing a join"));
+    const join = cluster.fail(who.name, ctx.params.joinId!, body.reason);
     deps.kickRunner();
     sendJson(ctx, 200, join);
   });
@@ -107,6 +135,17 @@ function joinRoutes(router: Router, deps: AdminDeps): void {
     deps.kickRunner();
     sendJson(ctx, 200, join);
   });
+}
+
+/** The body of a call that needs a reason: 400 at `reason` when there is none. */
+async function reasonBody(ctx: RequestContext, bodyBytes: number, what: string): Promise<unknown> {
+  const raw = await readJson(ctx, bodyBytes);
+  if (raw === undefined)
+    throw new HttpProblem(400, "INVALID_INPUT", {
+      detail: `${what} needs a reason.`,
+      errors: [{ field: "reason", message: "is required" }],
+    });
+  return raw;
 }
 
 /** Members, networks, and the cluster events a test or the console can cause. */

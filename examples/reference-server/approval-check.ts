@@ -75,11 +75,11 @@ function heldAddresses(ctx: ApprovalContext): Set<string> {
   const held = new Set<string>();
   for (const m of ctx.members) {
     if (m.nodeId === ctx.join.nodeId) continue;
-    if (m.mgmtIp) held.add(m.mgmtIp);
-    for (const n of Object.values(m.networks)) held.add(n.ip);
+    if (m.mgmtIp) held.add(bareIp(m.mgmtIp));
+    for (const n of Object.values(m.networks)) held.add(bareIp(n.ip));
     for (const ip of assignmentIps(m.assignment)) held.add(ip);
   }
-  for (const vip of Object.values(ctx.settings.vips)) if (vip) held.add(vip);
+  for (const vip of Object.values(ctx.settings.vips)) if (vip) held.add(bareIp(vip));
   for (const j of ctx.otherJoins)
     if (HOLDING_STATES.has(j.state)) for (const ip of assignmentIps(j.assignment)) held.add(ip);
   return held;

@@ -8,7 +8,7 @@
  */
 
 import type { Link } from "@stratum/join";
-import { bareIp, inNetwork, ipv4ToInt, nextFree, parseCidr, type Cidr } from "./addresses.js";
+import { bareIp, inNetwork, isNetworkAddress, nextFree, parseCidr, type Cidr } from "./addresses.js";
 import type { ApprovalCheck } from "./approval-check.js";
 import type { Mutable } from "./rows.js";
 
@@ -18,9 +18,9 @@ export type Purpose = "oob" | "mgmt" | "storage" | "overlay" | "provider";
 /** The cluster networks a link may carry that the founder allocates addresses in. */
 type DataPurpose = "storage" | "overlay";
 
-/** A cluster network addresses can be allocated from. */
+/** A cluster network addresses can be allocated from: one CIDR, or two for a dual-stack network. */
 interface DataNetwork {
-  cidr: Cidr;
+  cidrs: Cidr[];
   gateway?: string;
   mtu?: number;
 }
@@ -50,20 +50,29 @@ export function checkLinks(check: ApprovalCheck): Map<Purpose, number> {
   return carriedBy;
 }
 
-/** The cluster's storage and overlay networks that are IPv4 networks. */
+/** The cluster's storage and overlay networks whose CIDRs parse (IPv4, IPv6, or both). */
 function dataNetworks(check: ApprovalCheck): DataNetworks {
   const networks: DataNetworks = {};
   for (const purpose of ["storage", "overlay"] as const) {
     const net = check.settings.networks[purpose];
-    const cidr = parseCidr(net.cidr);
-    if (cidr)
+    const cidrs = [net.cidr, net.secondaryCidr]
+      .filter((c): c is string => c !== undefined)
+      .map(parseCidr)
+      .filter((c): c is Cidr => c !== undefined);
+    if (cidrs.length > 0)
       networks[purpose] = {
-        cidr,
+        cidrs,
         ...(net.gateway ? { gateway: net.gateway } : {}),
         ...(net.mtu ? { mtu: net.mtu } : {}),
       };
   }
   return networks;
+}
+
+/** The CIDRs of a network as the cluster's settings write them, for messages. */
+function written(check: ApprovalCheck, p: DataPurpose): string {
+  const net = check.settings.networks[p];
+  return net.secondaryCidr ? `${net.cidr} and ${net.secondaryCidr}` : net.cidr;
 }
 
 /** The link's device exists and fits its kind. */
@@ -144,7 +153,11 @@ function linkAddresses(
   }
 }
 
-/** Each given address: a CIDR inside a network the link carries, at its prefix, a free host address. */
+/**
+ * Each given address: a CIDR inside a network the link carries, at its prefix, a free host
+ * address; and every CIDR of every network the link carries covered (both families of a
+ * dual-stack network).
+ */
 function checkGivenAddresses(
   addresses: readonly string[],
   at: string,
@@ -152,35 +165,41 @@ function checkGivenAddresses(
   networks: DataNetworks,
   check: ApprovalCheck,
 ): void {
-  const nets = check.settings.networks;
-  const covered = new Set<DataPurpose>();
+  const covered = new Set<Cidr>();
   addresses.forEach((address, k) => {
     const field = `${at}.addresses[${k}]`;
     const cidr = parseCidr(address);
     if (!cidr) {
-      check.err(field, "is not an IPv4 CIDR (a.b.c.d/nn)");
+      check.err(field, "is not a CIDR (a.b.c.d/nn or x:…:y/nnn)");
       return;
     }
     const ip = bareIp(address);
-    const inside = dataPurposes.find((p) => networks[p] && inNetwork(networks[p].cidr, ip));
+    const inside = dataPurposes
+      .flatMap((p) => (networks[p]?.cidrs ?? []).map((net) => ({ p, net })))
+      .find(({ net }) => inNetwork(net, ip));
     if (dataPurposes.length > 0 && !inside) {
-      const carried = dataPurposes.map((p) => `${p} ${nets[p].cidr}`).join(", ");
+      const carried = dataPurposes.map((p) => `${p} ${written(check, p)}`).join(", ");
       check.err(field, `${ip} is in none of the networks this link carries (${carried})`);
       return;
     }
-    const net = inside ? networks[inside]! : undefined;
-    if (inside && cidr.prefix !== net!.cidr.prefix) check.err(field, `the ${inside} network is /${net!.cidr.prefix}`);
-    if (inside && (ip === net!.gateway || ipv4ToInt(ip) === net!.cidr.base))
-      check.err(field, `${ip} is not a host address of the ${inside} network`);
+    const gateway = inside ? networks[inside.p]!.gateway : undefined;
+    if (inside && cidr.prefix !== inside.net.prefix)
+      check.err(field, `the ${inside.p} network is /${inside.net.prefix}`);
+    if (inside && ((gateway !== undefined && ip === bareIp(gateway)) || isNetworkAddress(inside.net, ip)))
+      check.err(field, `${ip} is not a host address of the ${inside.p} network`);
     else if (check.held.has(ip)) check.err(field, `${ip} is already held by a member, a VIP or another join`);
-    if (inside) covered.add(inside);
+    if (inside) covered.add(inside.net);
     check.held.add(ip);
   });
   for (const p of dataPurposes)
-    if (!covered.has(p)) check.err(`${at}.addresses`, `no address in the ${p} network ${nets[p].cidr}`);
+    if ((networks[p]?.cidrs ?? []).some((net) => !covered.has(net)))
+      check.err(`${at}.addresses`, `no address in each of the ${p} network's CIDRs (${written(check, p)})`);
 }
 
-/** One address per data network the link carries: the one this join had if still free, else the next free. */
+/**
+ * One address per CIDR of each data network the link carries (an address of each family for a
+ * dual-stack network): the one this join had if still free, else the next free.
+ */
 function allocateAddresses(
   at: string,
   dataPurposes: DataPurpose[],
@@ -191,17 +210,19 @@ function allocateAddresses(
   for (const p of dataPurposes) {
     const net = networks[p];
     if (!net) {
-      check.err(`${at}.purposes`, `the cluster's ${p} network is not an IPv4 network addresses can be allocated from`);
+      check.err(`${at}.purposes`, `the cluster's ${p} network has no CIDR addresses can be allocated from`);
       continue;
     }
-    const keep = [...check.previous].find((ip) => inNetwork(net.cidr, ip) && !check.held.has(ip));
-    const ip = keep ?? nextFree(net.cidr, check.held, net.gateway);
-    if (!ip) {
-      check.err(`${at}.addresses`, `the ${p} network ${check.settings.networks[p].cidr} has no free address`);
-      continue;
+    for (const cidr of net.cidrs) {
+      const keep = [...check.previous].find((ip) => inNetwork(cidr, ip) && !check.held.has(ip));
+      const ip = keep ?? nextFree(cidr, check.held, net.gateway);
+      if (!ip) {
+        check.err(`${at}.addresses`, `the ${p} network ${written(check, p)} has no free address`);
+        continue;
+      }
+      check.held.add(ip);
+      allocated.push(`${ip}/${cidr.prefix}`);
     }
-    check.held.add(ip);
-    allocated.push(`${ip}/${net.cidr.prefix}`);
   }
   return allocated;
 }

@@ -2,15 +2,16 @@
  * The approval's management interface and provider uplink. The mgmt interface defaults to the
  * link carrying mgmt, else the NIC holding the address the machine registered from (on a
  * loopback registration, a joiner on the server's own machine, the first wired NIC with an
- * IPv4 address); its address to that NIC's. The provider section takes the cluster's topology
- * and VLAN, and its uplink defaults to the link carrying provider, the mgmt interface, or the
- * founder's uplink name.
+ * address in the cluster's mgmt network, or without one configured an IPv4 address, else a
+ * global IPv6 one); its address to that NIC's. The provider section takes the cluster's
+ * topology and VLAN, and its uplink defaults to the link carrying provider, the mgmt
+ * interface, or the founder's uplink name.
  * @module
  */
 
 import { isIP } from "node:net";
 import type { Assignment } from "@stratum/join";
-import { bareIp, parseCidr } from "./addresses.js";
+import { bareIp, inNetwork, parseCidr, type Cidr } from "./addresses.js";
 import type { ApprovalCheck, InventoryNic } from "./approval-check.js";
 import type { Purpose } from "./approval-links.js";
 import { isLoopbackHost } from "./config.js";
@@ -24,9 +25,30 @@ export interface CheckedMgmt {
   mgmtOk: boolean;
 }
 
-/** A NIC's IPv4 addresses that are not loopback, without prefix. */
-function routableIpv4(nic: InventoryNic): string[] {
-  return (nic.addresses ?? []).map(bareIp).filter((ip) => isIP(ip) === 4 && !isLoopbackHost(ip));
+/** IPv6 link-local addresses (fe80::/10) mean nothing without a zone: never a mgmt address. */
+const LINK_LOCAL = parseCidr("fe80::/10")!;
+
+/** The cluster's mgmt network, when one is configured. */
+function mgmtNetwork(check: ApprovalCheck): Cidr | undefined {
+  return check.settings.mgmtCidr === undefined ? undefined : parseCidr(check.settings.mgmtCidr);
+}
+
+/**
+ * The addresses of `ips` a mgmt link may take, best first: those in the mgmt network when one
+ * is configured; else IPv4 before global IPv6. Never loopback or link-local.
+ */
+function mgmtCandidates(ips: readonly string[], check: ApprovalCheck): string[] {
+  const usable = ips.map(bareIp).filter((ip) => isIP(ip) !== 0 && !isLoopbackHost(ip) && !inNetwork(LINK_LOCAL, ip));
+  const network = mgmtNetwork(check);
+  if (network) return usable.filter((ip) => inNetwork(network, ip));
+  return [...usable.filter((ip) => isIP(ip) === 4), ...usable.filter((ip) => isIP(ip) === 6)];
+}
+
+/** What a mgmt address must be in, for messages. */
+function mgmtWanted(check: ApprovalCheck): string {
+  return check.settings.mgmtCidr === undefined
+    ? "an IPv4 or global IPv6 address"
+    : `an address in ${check.settings.mgmtCidr}`;
 }
 
 /** Checks and completes `a.mgmt`. */
@@ -43,12 +65,12 @@ export function checkMgmt(a: StoredAssignment, carriedBy: Map<Purpose, number>, 
     check.err("mgmt.interface", `this machine has no NIC named ${mgmt.interface}`);
   const mgmtOk = mgmt.interface !== undefined && check.deviceExists(mgmt.interface);
   if (mgmtOk && mgmt.address === undefined) {
-    const own = (nicIps(check).get(mgmt.interface!) ?? []).find((ip) => isIP(ip) === 4);
+    const own = mgmtCandidates(nicIps(check).get(mgmt.interface!) ?? [], check)[0];
     if (own) mgmt.address = own;
     else
       check.err(
         "mgmt.address",
-        `${mgmt.interface} holds no IPv4 address; give the mgmt address as a CIDR with a gateway`,
+        `${mgmt.interface} holds no ${mgmtWanted(check).replace(/^an? /, "")}; give the mgmt address as a CIDR with a gateway`,
       );
   }
   if (mgmt.address !== undefined && (mgmtOk || mgmt.interface === undefined)) checkMgmtAddress(mgmt, check);
@@ -66,18 +88,19 @@ function nicIps(check: ApprovalCheck): Map<string, string[]> {
 
 /** No mgmt interface given or carried: the NIC the machine registered from, with that address. */
 function defaultMgmtInterface(mgmt: Mgmt, check: ApprovalCheck): void {
-  const source = check.join.sourceAddr ?? "";
+  const source = check.join.sourceAddr ? bareIp(check.join.sourceAddr) : "";
   const holder = [...nicIps(check)].find(([, ips]) => ips.includes(source));
   if (holder) {
     mgmt.interface = holder[0];
     mgmt.address ??= source;
   } else if (isLoopbackHost(source)) {
     // A joiner on the reference server's own machine registers from loopback: take its first
-    // wired NIC with an IPv4 address, the one a real founder would have seen it come from.
-    const nic = [...check.nics.values()].find((n) => !n.wireless && routableIpv4(n).length > 0);
+    // wired NIC with a mgmt address, the one a real founder would have seen it come from.
+    const candidates = (nic: InventoryNic): string[] => mgmtCandidates(nic.addresses ?? [], check);
+    const nic = [...check.nics.values()].find((n) => !n.wireless && candidates(n).length > 0);
     if (nic) {
       mgmt.interface = nic.name;
-      mgmt.address ??= routableIpv4(nic)[0]!;
+      mgmt.address ??= candidates(nic)[0]!;
     }
   }
   if (mgmt.interface === undefined)
@@ -92,8 +115,11 @@ function checkMgmtAddress(mgmt: Mgmt, check: ApprovalCheck): void {
   const address = mgmt.address!;
   const ip = bareIp(address);
   const isCidr = address.includes("/");
-  if (isIP(ip) === 0 || (isCidr && !parseCidr(address) && isIP(ip) === 4)) {
+  const network = mgmtNetwork(check);
+  if (isIP(ip) === 0 || (isCidr && !parseCidr(address))) {
     check.err("mgmt.address", "is not an IP address or CIDR");
+  } else if (network && !inNetwork(network, ip)) {
+    check.err("mgmt.address", `${ip} is not in the cluster's mgmt network ${check.settings.mgmtCidr}`);
   } else if (check.held.has(ip)) {
     check.err("mgmt.address", `${ip} is already held by a member or a VIP`);
   } else if (mgmt.interface !== undefined && !(nicIps(check).get(mgmt.interface) ?? []).includes(ip)) {

@@ -10,14 +10,17 @@
  *   needs-upgrade ─(registers again on the cluster's release)→ pending
  *   pending ─approve→ approved ─(runner: its turn, green cluster)→ delivering
  *   delivering ─(first progress report)→ installing ─(step `join` done)→ joined
- *   delivering|installing ─(a failed step)→ failed ─retry|approve→ approved
+ *   delivering|installing ─(a failed step; silent past the stall deadline; an operator's fail)→ failed
+ *   failed ─retry|approve→ approved
  *   needs-upgrade|pending|approved ─reject→ rejected
  *   needs-upgrade|pending ─(24 h after its code's expiry)→ expired
  * Why: a machine on an older release must upgrade before anyone approves what it will run;
  * one join runs at a time and only on a green cluster, so membership changes one member at a
  * time; a failed join keeps its assignment and addresses so a retry needs no new decision;
  * a join can be rejected until its delivery (the node key and cluster secrets) is handed out,
- * never after; and a waiting join nobody decides on does not hold the listener open forever.
+ * never after, so a running join that will never finish is failed instead (by the founder
+ * after the stall deadline, or by an operator), which frees the queue; and a waiting join
+ * nobody decides on does not hold the listener open forever.
  * @module
  */
 
@@ -246,11 +249,22 @@ export class Cluster {
     return this.getJoin(joinId);
   }
 
+  /** Fails a running join at once (`failedStep` `operator`, the reason as `failedError`); 409 unless running. */
+  fail(actor: string, joinId: string, reason: string): NodeJoin {
+    this.#queue.failByOperator(actor, joinId, reason);
+    return this.getJoin(joinId);
+  }
+
   // ---------------------------------------------------------------- the runner's steps
 
   /** Expires waiting joins nobody approved in time; returns how many expired. */
   expireWaiting(now = Date.now()): number {
     return this.#queue.expireWaiting(now);
+  }
+
+  /** Fails running joins silent past the stall deadline; returns their ids (see {@link DeliveryQueue.failStalled}). */
+  failStalled(now = Date.now()): string[] {
+    return this.#queue.failStalled(now);
   }
 
   /** Starts the next approved join if it is its turn (see {@link DeliveryQueue.deliverNext}). */

@@ -34,6 +34,11 @@ export interface Limits {
 export interface Timing {
   /** A running join silent this long is `stalled`. Default 10 minutes. */
   stallAfterMs: number;
+  /**
+   * The stall deadline: a running join silent this long is failed by the founder (`failedStep`
+   * `stalled`), which frees the one-at-a-time queue for the next join. Default 30 minutes.
+   */
+  failStalledAfterMs: number;
   /** A pending join expires this long after its code's expiry. Default 24 hours. */
   pendingGraceMs: number;
   /** How often the join runner and the housekeeping look. Default 1 s. */
@@ -64,6 +69,9 @@ export const DEFAULT_LIMITS: Limits = {
 /** The default durations (the protocol's numbers). */
 export const DEFAULT_TIMING: Timing = {
   stallAfterMs: 10 * 60_000,
+  // Three times the flag: the operator sees `stalled` for 20 minutes first and may fail it
+  // sooner (failNodeJoin); a machine in a long step that does report again is never cut off.
+  failStalledAfterMs: 30 * 60_000,
   pendingGraceMs: 24 * 3600_000,
   tickMs: 1000,
   pakeSessionMs: 60_000,
@@ -104,6 +112,11 @@ export interface ClusterSettings {
     providerGw?: string;
   };
   networks: ClusterNetworks;
+  /**
+   * The management network (IPv4 or IPv6 CIDR). When set, a joiner's default mgmt address is its
+   * NIC address in it, and an approval's mgmt address must lie in it. Unset: any address.
+   */
+  mgmtCidr?: string;
   founder: FounderSettings;
 }
 

@@ -11,6 +11,7 @@ import { X509Certificate as NodeX509Certificate } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createClusterCa, createServerSetup, writeFileDurably, type ClusterCa } from "@stratum/join/server";
+import { bareIp, hostAt, inNetwork, parseCidr } from "./addresses.js";
 import { DEFAULT_CLUSTER, type ClusterSettings } from "./config.js";
 import {
   ClusterContext,
@@ -109,24 +110,54 @@ function readCluster(store: Store, options: ClusterOptions): { stored: StoredClu
   return { stored: fresh, secrets: newSecrets };
 }
 
+/**
+ * The host number a founder takes in a network its configured address is not in (`.11`, `::b`):
+ * the default cluster's founder is 192.0.2.11, 10.90.0.11 and 10.91.0.11, and a cluster
+ * configured with other networks keeps the same shape.
+ */
+const FOUNDER_HOST = 11;
+
+/** The founder's address in `cidr`: the configured one when it lies there, else host {@link FOUNDER_HOST}. */
+function founderAddress(configured: string, cidr: string | undefined): string {
+  const network = cidr === undefined ? undefined : parseCidr(cidr);
+  if (!network || inNetwork(network, configured)) return bareIp(configured);
+  return hostAt(network, FOUNDER_HOST);
+}
+
+/** The founder's data-link addresses, `ip/prefix`: one per CIDR of the storage and overlay networks. */
+function founderDataAddresses(settings: ClusterSettings): string[] {
+  const f = settings.founder;
+  const out: string[] = [];
+  for (const [net, configured] of [
+    [settings.networks.storage, f.storageIp],
+    [settings.networks.overlay, f.overlayIp],
+  ] as const) {
+    for (const cidr of [net.cidr, net.secondaryCidr]) {
+      const network = cidr === undefined ? undefined : parseCidr(cidr);
+      if (network) out.push(`${founderAddress(configured, cidr)}/${network.prefix}`);
+    }
+  }
+  return out;
+}
+
 /** The founder as the first member: hybrid, one data link for storage and overlay, one disk. */
 function founderMember(settings: ClusterSettings): MemberRow {
   const f = settings.founder;
   const nets = settings.networks;
-  const prefix = (cidr: string): string => cidr.split("/")[1] ?? "24";
+  const mgmtIp = founderAddress(f.mgmtIp, settings.mgmtCidr);
   const assignment: StoredAssignment = {
     name: f.name,
     role: "hybrid",
     ...(f.rack ? { rack: f.rack } : {}),
     ...(f.az ? { az: f.az } : {}),
-    mgmt: { interface: f.mgmtInterface, address: f.mgmtIp },
+    mgmt: { interface: f.mgmtInterface, address: mgmtIp },
     links: [
       {
         name: "data",
         kind: "ethernet",
         interface: f.dataInterface,
         purposes: ["storage", "overlay"],
-        addresses: [`${f.storageIp}/${prefix(nets.storage.cidr)}`, `${f.overlayIp}/${prefix(nets.overlay.cidr)}`],
+        addresses: founderDataAddresses(settings),
         mtu: Math.max(nets.storage.mtu ?? 1500, nets.overlay.mtu ?? 1500),
       },
     ],
@@ -143,7 +174,7 @@ function founderMember(settings: ClusterSettings): MemberRow {
     name: f.name,
     role: "hybrid",
     state: "active",
-    mgmtIp: f.mgmtIp,
+    mgmtIp,
     appliedGeneration: 1,
     joinedAt: Date.now(),
     joinId: null,

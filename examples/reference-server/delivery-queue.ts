@@ -4,6 +4,12 @@
  * delivered (member row, membership generation, node.yaml and bundle in one transaction), its
  * progress reports move it to `installing`, `joined` or `failed`, and waiting joins nobody
  * approved expire.
+ *
+ * A running join always ends: a machine that stops reporting would otherwise hold the queue
+ * for ever (it can be neither rejected, having been handed secrets, nor retried, not having
+ * failed). So the founder fails a join silent past the stall deadline itself, and an operator
+ * can fail one at once; either way it is `failed` like a failed step, and `retry` queues it
+ * again.
  * @module
  */
 
@@ -15,6 +21,10 @@ import { HttpProblem } from "./http.js";
 import { randomHex } from "./ids.js";
 import type { JoinRow } from "./rows.js";
 import type { ProgressInput } from "./schemas.js";
+import { lastHeardAt } from "./views.js";
+
+/** Why a running join failed, in the join's failure fields. */
+type Failure = Pick<JoinRow, "failedStep" | "failedStepTitle" | "failedError">;
 
 /** The delivery queue. */
 export class DeliveryQueue {
@@ -66,6 +76,50 @@ export class DeliveryQueue {
       }
     });
     return due.length;
+  }
+
+  /**
+   * Fails every running join whose machine has been silent past the stall deadline
+   * (`failedStep` `stalled`), so the next approved join can run. Returns the joins failed.
+   */
+  failStalled(now = Date.now()): string[] {
+    const { store, options } = this.#context;
+    const deadline = options.timing.failStalledAfterMs;
+    const silent = (j: JoinRow): boolean => now - lastHeardAt(j) >= deadline;
+    if (!this.#running().some(silent)) return [];
+    return store.tx(() => {
+      // Read again inside the transaction: a report may have arrived since.
+      const due = this.#running().filter(silent);
+      const failure: Failure = {
+        failedStep: "stalled",
+        failedStepTitle: "No progress report",
+        failedError: `no progress report for ${duration(deadline)}; the founder failed the join (retry it once the machine is back)`,
+      };
+      for (const join of due) this.#fail(join, failure, "system:stall-deadline");
+      return due.map((j) => j.id);
+    });
+  }
+
+  /** An operator fails a running join at once (`failedStep` `operator`); 409 for any other state. */
+  failByOperator(actor: string, joinId: string, reason: string): void {
+    const { store } = this.#context;
+    store.tx(() => {
+      const join = this.#context.joinOr404(joinId);
+      if (!RUNNING_JOIN_STATES.includes(join.state)) {
+        throw new HttpProblem(409, "JOIN_STATE_CONFLICT", {
+          detail: `The join is ${join.state}; only a running join (delivering, installing) can be failed.`,
+        });
+      }
+      this.#fail(join, { failedStep: "operator", failedStepTitle: `Failed by ${actor}`, failedError: reason }, actor);
+    });
+  }
+
+  /** Inside a transaction: a running join becomes `failed` (its member row removed, its delivery withdrawn). */
+  #fail(join: JoinRow, failure: Failure, actor: string): void {
+    const { store } = this.#context;
+    if (join.nodeId) store.deleteMember(join.nodeId);
+    store.patchJoin(join.id, { state: "failed", ...failure, delivery: null });
+    store.audit(actor, "cluster.join.failed", join.id, { failedStep: failure.failedStep });
   }
 
   /**
@@ -194,8 +248,15 @@ export class DeliveryQueue {
   }
 }
 
+/** A deadline as a person reads it: `30 min`, `2 h`, `45 s`. */
+function duration(ms: number): string {
+  if (ms >= 3_600_000 && ms % 3_600_000 === 0) return `${ms / 3_600_000} h`;
+  if (ms >= 60_000) return `${Math.round(ms / 60_000)} min`;
+  return `${Math.max(1, Math.round(ms / 1000))} s`;
+}
+
 /** The failure fields of a failed step. */
-function failure(step: Step): Pick<JoinRow, "failedStep" | "failedStepTitle" | "failedError"> {
+function failure(step: Step): Failure {
   return { failedStep: step.name, failedStepTitle: step.title, failedError: step.message ?? "failed" };
 }
 

@@ -1,105 +1,28 @@
 /**
- * The little HTTP layer both listeners share: a router, a JSON body reader with a size cap,
- * problem+json answers, request ids and one log line per request. No framework: node:http's
- * request and response objects, so the join listener can reach the TLS socket under them.
+ * The little HTTP layer both listeners share: a router, problem+json answers, request ids and
+ * one log line per request. No framework: node:http's request and response objects, so the
+ * join listener can reach the TLS socket under them. Refusals are in http-problem.ts, request
+ * bodies in http-body.ts, the HTTP parser's own errors in http-client-errors.ts.
  * @module
  */
 
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { z } from "zod";
 import { newRequestId } from "./ids.js";
+import { HttpProblem, problemBody } from "./http-problem.js";
+import { isStorageFull, storageUnavailable } from "./storage-faults.js";
+
+export {
+  HttpProblem,
+  invalidInput,
+  problemBody,
+  type FieldError,
+  type ProblemCode,
+  type ProblemOptions,
+} from "./http-problem.js";
+export { fieldPath, parseBody, readJson } from "./http-body.js";
 
 /** Where the server writes its log lines. One line per call, never a body, code, token or key. */
 export type Logger = (line: string) => void;
-
-/** One field's problem, at its path (`links[0].interface`, `role`, or empty for the whole body). */
-export interface FieldError {
-  field: string;
-  message: string;
-}
-
-/** The problem codes of openapi.yaml (`ProblemCode`). */
-export type ProblemCode =
-  | "JOIN_CODE_INVALID"
-  | "JOIN_BINDING_FAILED"
-  | "JOIN_CODE_BUSY"
-  | "JOIN_CODE_EXPIRED"
-  | "JOIN_CODE_REVOKED"
-  | "JOIN_CODE_STALE"
-  | "JOIN_PAKE_RESTART"
-  | "RELEASE_MISMATCH"
-  | "REGISTRATION_REJECTED"
-  | "RATE_LIMITED"
-  | "UPGRADE_IN_PROGRESS"
-  | "RELEASE_BUSY"
-  | "INVALID_INPUT"
-  | "JOIN_APPROVAL_REFUSED"
-  | "JOIN_STATE_CONFLICT"
-  | "RANGE_NOT_SATISFIABLE"
-  | "UNAUTHORIZED"
-  | "FORBIDDEN"
-  | "NOT_FOUND"
-  | "INTERNAL";
-
-const TITLES: Record<ProblemCode, string> = {
-  JOIN_CODE_INVALID: "Join code not proven",
-  JOIN_BINDING_FAILED: "Connection intercepted",
-  JOIN_CODE_BUSY: "Join code busy",
-  JOIN_CODE_EXPIRED: "Join code expired",
-  JOIN_CODE_REVOKED: "Join code revoked",
-  JOIN_CODE_STALE: "Join code stale",
-  JOIN_PAKE_RESTART: "Start the exchange again",
-  RELEASE_MISMATCH: "Release mismatch",
-  REGISTRATION_REJECTED: "Registration rejected",
-  RATE_LIMITED: "Too many requests",
-  UPGRADE_IN_PROGRESS: "Upgrade in progress",
-  RELEASE_BUSY: "Too many release files at once",
-  INVALID_INPUT: "Invalid input",
-  JOIN_APPROVAL_REFUSED: "Approval refused",
-  JOIN_STATE_CONFLICT: "Not in a state that allows this",
-  RANGE_NOT_SATISFIABLE: "Range not satisfiable",
-  UNAUTHORIZED: "Unauthorized",
-  FORBIDDEN: "Forbidden",
-  NOT_FOUND: "Not found",
-  INTERNAL: "Internal error",
-};
-
-/** The options of an {@link HttpProblem}. */
-export interface ProblemOptions {
-  detail?: string;
-  errors?: FieldError[];
-  details?: Record<string, unknown>;
-  headers?: Record<string, string>;
-}
-
-/**
- * A refusal, thrown from a handler and answered as problem+json. Its `detail` is written for a
- * person and never carries a code, token or key.
- */
-export class HttpProblem extends Error {
-  readonly status: number;
-  readonly code: ProblemCode;
-  readonly detail: string | undefined;
-  readonly errors: FieldError[] | undefined;
-  readonly details: Record<string, unknown> | undefined;
-  readonly headers: Record<string, string>;
-
-  constructor(status: number, code: ProblemCode, options: ProblemOptions = {}) {
-    super(`${status} ${code}${options.detail ? `: ${options.detail}` : ""}`);
-    this.name = "HttpProblem";
-    this.status = status;
-    this.code = code;
-    this.detail = options.detail;
-    this.errors = options.errors;
-    this.details = options.details;
-    this.headers = options.headers ?? {};
-  }
-}
-
-/** Shorthand for a 400 `INVALID_INPUT` with field errors. */
-export function invalidInput(errors: FieldError[], detail = "The request does not match the schema."): HttpProblem {
-  return new HttpProblem(400, "INVALID_INPUT", { detail, errors });
-}
 
 /** What a handler gets: the request, the response, its id and the route's parameters. */
 export interface RequestContext {
@@ -203,20 +126,6 @@ export function sendJson(
   ctx.res.end(ctx.req.method === "HEAD" ? undefined : text);
 }
 
-/** The problem+json document of a refusal (the spec's `Problem`). */
-export function problemBody(problem: HttpProblem, requestId: string): Record<string, unknown> {
-  return {
-    type: `https://docs.stratum.example/problems/${problem.code.toLowerCase().replace(/_/g, "-")}`,
-    title: TITLES[problem.code],
-    status: problem.status,
-    ...(problem.detail ? { detail: problem.detail } : {}),
-    requestId,
-    code: problem.code,
-    ...(problem.errors ? { errors: problem.errors } : {}),
-    ...(problem.details ? { details: problem.details } : {}),
-  };
-}
-
 /** Answers a refusal as problem+json. */
 export function sendProblem(ctx: RequestContext, problem: HttpProblem): void {
   if (ctx.res.headersSent) {
@@ -232,76 +141,6 @@ export function sendProblem(ctx: RequestContext, problem: HttpProblem): void {
     ...(ctx.closeConnection ? { Connection: "close" } : {}),
   });
   ctx.res.end(ctx.req.method === "HEAD" ? undefined : text);
-}
-
-/**
- * Reads a JSON body of at most `maxBytes`. An empty body is `undefined` (the caller decides
- * whether one is required). Too large or not JSON: a 400 `INVALID_INPUT` with a field error
- * for the whole body, never a 500. An oversized body is not read further: the connection is
- * closed after the answer, so a client cannot make the server buffer gigabytes.
- */
-export async function readJson(ctx: RequestContext, maxBytes: number): Promise<unknown> {
-  const declared = Number(ctx.req.headers["content-length"] ?? NaN);
-  const tooLarge = (): HttpProblem => {
-    ctx.closeConnection = true;
-    return invalidInput(
-      [{ field: "", message: `the body is larger than ${maxBytes} bytes` }],
-      "The request body is too large.",
-    );
-  };
-  if (Number.isFinite(declared) && declared > maxBytes) {
-    ctx.req.resume(); // drain without keeping it, so the answer can be read by the client
-    throw tooLarge();
-  }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  let over = false;
-  await new Promise<void>((resolve, reject) => {
-    ctx.req.on("data", (chunk: Buffer) => {
-      if (over) return;
-      size += chunk.length;
-      if (size > maxBytes) {
-        over = true;
-        chunks.length = 0;
-        resolve();
-        return;
-      }
-      chunks.push(chunk);
-    });
-    ctx.req.on("end", () => resolve());
-    ctx.req.on("error", reject);
-    ctx.req.on("aborted", () => reject(new Error("request aborted")));
-  });
-  if (over) throw tooLarge();
-  const text = Buffer.concat(chunks).toString("utf8");
-  if (text.trim() === "") return undefined;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    // The parser's message can quote the body, which may hold a secret: say only what is wrong.
-    throw invalidInput([{ field: "", message: "the body is not valid JSON" }], "The request body is not JSON.");
-  }
-}
-
-/** A zod issue path as the spec writes field paths: `links[0].interface`, `disks[1].confirm`. */
-export function fieldPath(path: readonly PropertyKey[]): string {
-  let out = "";
-  for (const part of path) {
-    if (typeof part === "number") out += `[${part}]`;
-    else out += out === "" ? String(part) : `.${String(part)}`;
-  }
-  return out;
-}
-
-/**
- * Validates a parsed body with a zod schema. A mismatch is a 400 `INVALID_INPUT` with one field
- * error per issue, at its path; the message never repeats the value.
- */
-export function parseBody<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
-  const result = schema.safeParse(value);
-  if (result.success) return result.data;
-  const errors = result.error.issues.map((issue) => ({ field: fieldPath(issue.path), message: issue.message }));
-  throw invalidInput(errors);
 }
 
 /** How a listener answers cross-origin calls: the origins allowed, or none. */
@@ -367,6 +206,25 @@ export function createRequestHandler(options: HandlerOptions): (req: IncomingMes
             return;
           }
         }
+        // HTTP/1.1 requires Host (RFC 9112 3.2); Node's own bare 400 for it is turned off
+        // (http-client-errors.ts) so that the refusal is a problem document like every other.
+        if (req.httpVersion === "1.1" && req.headers.host === undefined) {
+          ctx.closeConnection = true;
+          throw new HttpProblem(400, "INVALID_INPUT", {
+            detail: "An HTTP/1.1 request needs a Host header.",
+            errors: [{ field: "Host", message: "is required" }],
+          });
+        }
+        // A transfer coding other than chunked cannot be framed (RFC 9112 6.3); the parser
+        // notices only once the body arrives, after this handler has answered, so refuse here.
+        const coding = req.headers["transfer-encoding"];
+        if (coding !== undefined && coding.trim().toLowerCase() !== "chunked") {
+          ctx.closeConnection = true;
+          throw new HttpProblem(400, "INVALID_INPUT", {
+            detail: "The request's Transfer-Encoding is not one the server takes (chunked only).",
+            errors: [{ field: "Transfer-Encoding", message: "must be chunked" }],
+          });
+        }
         if (options.before) await options.before(ctx);
         const found = options.router.match(req.method ?? "GET", url.pathname);
         if (!found) throw new HttpProblem(404, "NOT_FOUND", { detail: `No such resource: ${url.pathname}` });
@@ -381,6 +239,10 @@ export function createRequestHandler(options: HandlerOptions): (req: IncomingMes
       } catch (error) {
         if (error instanceof HttpProblem) {
           sendProblem(ctx, error);
+        } else if (isStorageFull(error)) {
+          // Not a bug: the disk is full. The caller retries; the operator sees it in the log.
+          options.log(`${new Date().toISOString()} ${requestId} ${options.name} storage full: nothing was written`);
+          sendProblem(ctx, storageUnavailable());
         } else {
           const what = error instanceof Error ? `${error.name}: ${error.message}` : "non-error thrown";
           options.log(`${new Date().toISOString()} ${requestId} ${options.name} error ${what}`);

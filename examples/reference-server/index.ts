@@ -15,3 +15,4 @@ export {
   type Timing,
 } from "./config.js";
 export { PERMISSIONS, type Permission } from "./auth.js";
+export { ListenError } from "./listen-error.js";

@@ -54,6 +54,7 @@ import { newPakeSession, randomSymbols } from "./ids.js";
 import { ServedFiles, resolveReleasePath, sendReleaseFile } from "./release-serving.js";
 import { CodeCheckRequestSchema, PakeStartSchema, ProgressReportSchema, RegistrationRequestSchema } from "./schemas.js";
 import { codeState } from "./views.js";
+import { answerClientErrors } from "./http-client-errors.js";
 import { join as joinPath } from "node:path";
 
 /** PAKE exchanges waiting for their KE3, at most. */
@@ -150,6 +151,8 @@ export class JoinListener {
   #closeTimer: NodeJS.Timeout | undefined;
   #queue: Promise<void> = Promise.resolve();
   #shutDown = false;
+  /** Set once the listener has listened: from then on a port in use is waited out on reopening. */
+  #listenedOnce = false;
 
   constructor(options: JoinListenerOptions) {
     this.#o = options;
@@ -237,13 +240,13 @@ export class JoinListener {
     server.requestTimeout = 120_000;
     // Failed handshakes (TLS 1.2, garbage) are not requests: nothing to log, nothing to crash on.
     server.on("tlsClientError", () => {});
+    answerClientErrors(server, { name: "join", log: this.#o.log });
     const listen = (port: number): Promise<void> =>
       new Promise<void>((resolve, reject) => {
-        server.once("error", reject);
-        server.listen(port, this.#o.host, () => {
-          server.off("error", reject);
-          resolve();
-        });
+        // Both handlers go when either fires, so repeated attempts leave no listener behind.
+        const failed = (error: Error): void => void (server.off("listening", listening), reject(error));
+        const listening = (): void => void (server.off("error", failed), resolve());
+        server.once("error", failed).once("listening", listening).listen(port, this.#o.host);
       });
     for (let attempt = 0; ; attempt++) {
       try {
@@ -252,7 +255,8 @@ export class JoinListener {
       } catch (error) {
         // The port is kept across closing and reopening; something else may have taken it
         // meanwhile. Wait a little; a port that was picked freely (0) may be picked again.
-        if ((error as NodeJS.ErrnoException).code !== "EADDRINUSE" || attempt >= 20) {
+        // At the first start a port in use is the operator's to change: no waiting.
+        if ((error as NodeJS.ErrnoException).code !== "EADDRINUSE" || attempt >= 20 || !this.#listenedOnce) {
           if (this.#o.port === 0 && this.#port !== 0) {
             this.#o.log(
               `${new Date().toISOString()} join listener port ${this.#port} was taken meanwhile; listening on a new port`,
@@ -267,6 +271,7 @@ export class JoinListener {
     }
     server.on("error", (error) => this.#o.log(`${new Date().toISOString()} join listener error ${error.message}`));
     this.#port = (server.address() as AddressInfo).port;
+    this.#listenedOnce = true;
     this.#server = server;
   }
 

@@ -1,6 +1,7 @@
 /**
- * The join runner: an in-process loop that expires waiting joins, starts the next approved
- * join when none runs (one at a time, only on a green cluster), and keeps the join listener
+ * The join runner: an in-process loop that expires waiting joins, fails running joins silent
+ * past the stall deadline, starts the next approved join when none runs (one at a time, only
+ * on a green cluster), and keeps the join listener
  * open or closed as the state requires. Woken at once by approvals and progress reports, and
  * every `tickMs` otherwise (codes expire with time, not with an event).
  * @module
@@ -58,6 +59,8 @@ export class Runner {
   async #pass(): Promise<void> {
     try {
       this.#cluster.expireWaiting();
+      for (const id of this.#cluster.failStalled())
+        this.#log(`${new Date().toISOString()} runner failed ${id}: silent past the stall deadline`);
       await this.#cluster.deliverNext();
       await this.#afterTick();
     } catch (error) {

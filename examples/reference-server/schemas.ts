@@ -208,6 +208,11 @@ export const RejectionSchema = z.object({
   reason: z.string().min(1).max(1000),
 });
 
+/** `POST /v1/admin/cluster/joins/{joinId}/fail`. */
+export const JoinFailureSchema = z.object({
+  reason: z.string().min(1).max(1000),
+});
+
 /** `PUT /v1/admin/cluster/upgrade`. */
 export const ClusterUpgradeSchema = z.object({
   inProgress: z.boolean(),

@@ -26,6 +26,8 @@ import {
   type Timing,
 } from "./config.js";
 import { createRequestHandler, type CorsPolicy, type Logger } from "./http.js";
+import { answerClientErrors } from "./http-client-errors.js";
+import { ListenError } from "./listen-error.js";
 import { newApiToken } from "./ids.js";
 import { JoinListener } from "./join-listener.js";
 import { releaseAvailability } from "./release-serving.js";
@@ -78,7 +80,10 @@ const ADMIN_DEFAULT = "127.0.0.1:8080";
 const JOIN_DEFAULT = "127.0.0.1:9444";
 /** The release a cluster runs when the configuration names none (the demo's and the tests'). */
 const DEFAULT_CLUSTER_RELEASE = "0.6.0";
-/** How long an idle admin connection stays open: longer than watchJoins's 2 s poll, so a console keeps one. */
+/**
+ * How long an idle admin connection stays open: longer than the pause of watchJoins's fallback
+ * poll (2 s), so a console keeps one; its long polls keep it busy anyway.
+ */
 const ADMIN_KEEP_ALIVE_MS = 10_000;
 /** Browser origins on this machine (any port) may call the admin API: a console in local development. */
 const LOOPBACK_ORIGIN = /^https?:\/\/(localhost|127\.\d+\.\d+\.\d+|\[::1\])(:\d+)?$/i;
@@ -204,12 +209,14 @@ async function startAdminServer(options: {
   });
   const server = tls ? createHttpsServer(await leaf(), handler) : createHttpServer(handler);
   server.keepAliveTimeout = ADMIN_KEEP_ALIVE_MS;
+  answerClientErrors(server, { name: "admin", log: options.log });
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(admin.port, admin.host, () => {
-      server.off("error", reject);
-      resolve();
-    });
+    const failed = (error: Error): void => {
+      server.off("listening", listening);
+      reject(new ListenError("admin API", hostPort(admin.host, admin.port), "STRATUM_ADMIN_ADDR", error));
+    };
+    const listening = (): void => void (server.off("error", failed), resolve());
+    server.once("error", failed).once("listening", listening).listen(admin.port, admin.host);
   });
   const port = (server.address() as AddressInfo).port;
   return {
@@ -256,7 +263,16 @@ export async function startReferenceServer(config: ReferenceServerConfig): Promi
     clusterRelease,
     kickRunner,
   });
-  await listener.start();
+  try {
+    await listener.start();
+  } catch (error) {
+    await listener.shutdown();
+    cluster.close();
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "EADDRINUSE" || code === "EADDRNOTAVAIL" || code === "EACCES")
+      throw new ListenError("join listener", hostPort(joinAddr.host, joinAddr.port), "STRATUM_JOIN_ADDR", error);
+    throw error;
+  }
   const advertisedHost = isWildcard(joinAddr.host)
     ? (machineAddresses().find((a) => isIP(a) === 4) ?? "127.0.0.1")
     : joinAddr.host;

@@ -97,7 +97,27 @@ export function run(db: Connection, sql: string, ...params: SqlValue[]): void {
 /**
  * Runs `fn` in one write transaction, begun IMMEDIATE (the write lock is taken at the start,
  * so two writers never both read and then fail to commit); a throw rolls it back.
+ *
+ * Written out rather than libsql's `transaction()`: on some errors (`SQLITE_FULL`, a full disk)
+ * SQLite has already rolled the transaction back, and libsql's wrapper then runs `ROLLBACK`
+ * regardless, whose "no transaction is active" replaces the error that matters. Here the
+ * original error is thrown, so a full disk can be told apart (storage-faults.ts), and the
+ * connection is left outside any transaction either way.
  */
 export function writeTransaction<T>(db: Connection, fn: () => T): T {
-  return db.transaction(fn).immediate();
+  db.exec("BEGIN IMMEDIATE");
+  try {
+    const result = fn();
+    db.exec("COMMIT");
+    return result;
+  } catch (error) {
+    if (db.inTransaction) {
+      try {
+        db.exec("ROLLBACK");
+      } catch {
+        // The rollback's own failure must not hide why the transaction failed.
+      }
+    }
+    throw error;
+  }
 }

@@ -48,13 +48,17 @@ export function assignmentView(assignment: StoredAssignment): NonNullable<NodeJo
   return rest;
 }
 
+/** When the founder last heard from a join's machine: its last call, else its delivery, else its last change. */
+export function lastHeardAt(join: JoinRow): number {
+  return join.lastSeenAt ?? join.deliveredAt ?? join.updatedAt;
+}
+
 /** A registration as the admin API answers it. */
 export function nodeJoinView(
   join: JoinRow,
   options: { now: number; stallAfterMs: number; waitReason?: string | undefined; logTail?: string[] },
 ): NodeJoin {
-  const lastHeard = join.lastSeenAt ?? join.deliveredAt ?? join.updatedAt;
-  const stalled = RUNNING_JOIN_STATES.includes(join.state) && options.now - lastHeard >= options.stallAfterMs;
+  const stalled = RUNNING_JOIN_STATES.includes(join.state) && options.now - lastHeardAt(join) >= options.stallAfterMs;
   const opt = <K extends string, V>(key: K, value: V | null | undefined): { [P in K]?: V } =>
     (value === null || value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
   return {

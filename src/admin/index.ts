@@ -12,9 +12,23 @@ import { problemFromResponse } from "../core/problem.js";
 import { throwIfAborted } from "../core/retry.js";
 import { NetworkError, ResponseValidationError, StratumError, TimeoutError } from "../errors/index.js";
 import type { AdminOperationId, ResponseValidator } from "../schemas/index.js";
-import { watchJoins, type JoinChange, type WatchJoinsOptions } from "./watch.js";
+import { describeUnanswered, linkSignals, transportCause } from "./transport.js";
+import {
+  watchJoins,
+  type JoinChange,
+  type JoinListPoll,
+  type PollNodeJoinsOptions,
+  type WatchJoinsOptions,
+} from "./watch.js";
 
-export { diffJoins, watchJoins, type JoinChange, type WatchJoinsOptions } from "./watch.js";
+export {
+  diffJoins,
+  watchJoins,
+  type JoinChange,
+  type JoinListPoll,
+  type PollNodeJoinsOptions,
+  type WatchJoinsOptions,
+} from "./watch.js";
 
 /** The component schemas of `openapi.yaml` as TypeScript types (`ApiSchemas["NodeJoin"]`, …). */
 export type ApiSchemas = components["schemas"];
@@ -78,6 +92,15 @@ export interface AdminClient {
   revokeJoinCode(codeId: string, options?: CallOptions): Promise<ApiSchemas["JoinCode"]>;
   /** Every registration, newest first (`GET /v1/admin/cluster/joins`). */
   listNodeJoins(options?: CallOptions): Promise<ApiSchemas["NodeJoinList"]>;
+  /**
+   * One long poll of the registrations (`GET /v1/admin/cluster/joins?waitSeconds=N` with
+   * `If-None-Match`): without `etag`, the list at once with its `ETag`; with `etag` (the one of
+   * the list the caller has), the founder holds the request until the list changes (`changed:
+   * true`, the new list and `ETag`) or `waitSeconds` pass (`changed: false`). An answer with no
+   * `etag` is from a founder that cannot long-poll. `timeoutMs` counts from the end of the wait.
+   * {@link AdminClient.watchJoins} is built on it.
+   */
+  pollNodeJoins(options?: PollNodeJoinsOptions): Promise<JoinListPoll>;
   /** One registration, with the tail of its install log (`GET /v1/admin/cluster/joins/{joinId}`). */
   getNodeJoin(joinId: string, options?: CallOptions): Promise<ApiSchemas["NodeJoin"]>;
   /** Approves a machine with its assignment; all defaults without one (`POST …/joins/{joinId}/approve`). */
@@ -106,6 +129,18 @@ export interface AdminClient {
   ): Promise<ApiSchemas["NodeJoin"]>;
   /** Queues a failed join again (`POST …/joins/{joinId}/retry`). */
   retryNodeJoin(joinId: string, options?: CallOptions): Promise<ApiSchemas["NodeJoin"]>;
+  /**
+   * Fails a running join (`delivering`, `installing`) at once, with a reason
+   * (`POST …/joins/{joinId}/fail`): for a machine that will never report again. It becomes
+   * `failed` with `failedStep` `operator` and the reason as `failedError`, which frees the queue
+   * for the next join; {@link AdminClient.retryNodeJoin} queues it again. Any other state is
+   * 409 `JOIN_STATE_CONFLICT`.
+   */
+  failNodeJoin(
+    joinId: string,
+    failure: ApiSchemas["JoinFailure"],
+    options?: CallOptions,
+  ): Promise<ApiSchemas["NodeJoin"]>;
   /** The members and the membership generation (`GET /v1/admin/cluster/members`). */
   listClusterMembers(options?: CallOptions): Promise<ApiSchemas["MemberList"]>;
   /** The cluster's networks, for an assignment (`GET /v1/admin/cluster/networks`). */
@@ -118,9 +153,10 @@ export interface AdminClient {
     options?: CallOptions,
   ): Promise<ApiSchemas["ClusterUpgrade"]>;
   /**
-   * Polls the join list and yields what changed: a machine arrived (`added`), a join moved
-   * (`changed`, with the previous view), or left the list (`removed`). The first poll yields
-   * every join as `added`. See {@link watchJoins}.
+   * Watches the join list and yields what changed: a machine arrived (`added`), a join moved
+   * (`changed`, with the previous view), or left the list (`removed`). The first answer yields
+   * every join as `added`. Long-polls (a change arrives as it happens), or polls every
+   * `intervalMs` against a founder that cannot. See {@link watchJoins}.
    */
   watchJoins(options?: WatchJoinsOptions): AsyncGenerator<JoinChange, void, undefined>;
   /**
@@ -128,6 +164,12 @@ export interface AdminClient {
    * keeps openapi-fetch's own contract (`{ data, error, response }`, no throwing on 4xx/5xx).
    */
   readonly raw: Client<paths>;
+}
+
+/** What a wrapped call may accept besides a 2xx. */
+interface Accepts {
+  /** Takes a 304 (a long poll that saw no change) as an answer, not a refusal. */
+  notModified?: boolean;
 }
 
 /** What every wrapped call hands openapi-fetch on top of its own arguments. */
@@ -171,6 +213,17 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     send: (init: SendInit) => Promise<{ data?: T }>,
     callOptions: CallOptions = {},
   ): Promise<T> {
+    return (await exchange(operationId, operation, send, callOptions)).data;
+  }
+
+  /** One call, its answer's body (validated when asked) and the response it came in. */
+  async function exchange<T>(
+    operationId: AdminOperationId,
+    operation: string,
+    send: (init: SendInit) => Promise<{ data?: T; response?: Response }>,
+    callOptions: CallOptions = {},
+    accepts: Accepts = {},
+  ): Promise<{ data: T; response: Response | undefined }> {
     const { signal } = callOptions;
     throwIfAborted(signal);
     const authorization = `Bearer ${await resolveToken()}`;
@@ -196,13 +249,14 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
         return undefined;
       },
       async onResponse({ response }) {
-        if (!response.ok) throw await problemFromResponse(response, operation);
-        return undefined;
+        if (response.ok || (accepts.notModified && response.status === 304)) return undefined;
+        throw await problemFromResponse(response, operation);
       },
     };
     let data: unknown;
+    let response: Response | undefined;
     try {
-      ({ data } = await send({
+      ({ data, response } = await send({
         signal: linked.signal,
         headers: { Authorization: authorization },
         middleware: [refusals],
@@ -219,12 +273,33 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
       clearTimeout(timer);
       linked.dispose();
     }
-    if (validate) {
+    if (validate && response?.status !== 304) {
       const result = validate(operationId, data);
       if (!result.success) throw new ResponseValidationError(operation, result.issues);
       data = result.data;
     }
-    return data as T;
+    return { data: data as T, response };
+  }
+
+  async function pollNodeJoins(o: PollNodeJoinsOptions = {}): Promise<JoinListPoll> {
+    const { etag, signal } = o;
+    const waitSeconds = etag === undefined ? 0 : (o.waitSeconds ?? 0);
+    const base = o.timeoutMs ?? defaultTimeoutMs;
+    const { data, response } = await exchange(
+      "listNodeJoins",
+      `GET ${JOINS}`,
+      (init) =>
+        raw.GET(JOINS, {
+          ...init,
+          headers: { ...init.headers, ...(etag === undefined ? {} : { "If-None-Match": etag }) },
+          ...(waitSeconds > 0 ? { params: { query: { waitSeconds } } } : {}),
+        }),
+      { ...(signal ? { signal } : {}), ...(base === undefined ? {} : { timeoutMs: base + waitSeconds * 1000 }) },
+      { notModified: true },
+    );
+    const answered = response?.headers.get("ETag") ?? undefined;
+    if (response?.status === 304) return { changed: false, etag: answered ?? etag! };
+    return { changed: true, items: data.items, etag: answered };
   }
 
   const JOIN_CODES = "/v1/admin/cluster/join-codes";
@@ -235,6 +310,7 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
   const APPROVAL_PREVIEW = "/v1/admin/cluster/joins/{joinId}/approval-preview";
   const REJECT = "/v1/admin/cluster/joins/{joinId}/reject";
   const RETRY = "/v1/admin/cluster/joins/{joinId}/retry";
+  const FAIL = "/v1/admin/cluster/joins/{joinId}/fail";
   const MEMBERS = "/v1/admin/cluster/members";
   const NETWORKS = "/v1/admin/cluster/networks";
   const CA_ROTATIONS = "/v1/admin/cluster/ca-rotations";
@@ -252,6 +328,7 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
         o,
       ),
     listNodeJoins: (o) => call("listNodeJoins", `GET ${JOINS}`, (init) => raw.GET(JOINS, init), o),
+    pollNodeJoins,
     getNodeJoin: (joinId, o) =>
       call("getNodeJoin", `GET ${JOIN}`, (init) => raw.GET(JOIN, { ...init, params: { path: { joinId } } }), o),
     approveNodeJoin: (joinId, approval, o) =>
@@ -277,6 +354,13 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
       ),
     retryNodeJoin: (joinId, o) =>
       call("retryNodeJoin", `POST ${RETRY}`, (init) => raw.POST(RETRY, { ...init, params: { path: { joinId } } }), o),
+    failNodeJoin: (joinId, failure, o) =>
+      call(
+        "failNodeJoin",
+        `POST ${FAIL}`,
+        (init) => raw.POST(FAIL, { ...init, params: { path: { joinId } }, body: failure }),
+        o,
+      ),
     listClusterMembers: (o) => call("listClusterMembers", `GET ${MEMBERS}`, (init) => raw.GET(MEMBERS, init), o),
     getClusterNetworks: (o) => call("getClusterNetworks", `GET ${NETWORKS}`, (init) => raw.GET(NETWORKS, init), o),
     rotateClusterCa: (o) => call("rotateClusterCa", `POST ${CA_ROTATIONS}`, (init) => raw.POST(CA_ROTATIONS, init), o),
@@ -286,70 +370,4 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     raw,
   };
   return client;
-}
-
-/**
- * `approveNodeJoin: POST /v1/admin/cluster/joins/nj-8w2k4m1p/approve to 192.0.2.240`: the
- * method, the path as sent (ids filled in) and the host, for a message about a call that got
- * no answer. The query and the headers (the token) are left out. Before the request is built,
- * only the host of `baseUrl` is known.
- */
-function describeUnanswered(operationId: string, request: Request | undefined, baseUrl: string): string {
-  if (request) {
-    const url = new URL(request.url);
-    return `${operationId}: ${request.method} ${url.pathname} to ${url.host}`;
-  }
-  let host = baseUrl;
-  try {
-    host = new URL(baseUrl).host;
-  } catch {
-    // an unparsable baseUrl is named as it is (it holds no token)
-  }
-  return `${operationId} to ${host}`;
-}
-
-/**
- * The transport's reason, e.g. `ECONNREFUSED` or `ENOTFOUND`: the first error `code` along the
- * cause chain (undici wraps it as `fetch failed` → cause, sometimes an AggregateError of one
- * per address), else the innermost message (a browser's `Failed to fetch`).
- */
-function transportCause(error: unknown): string {
-  let message = "";
-  const queue: unknown[] = [error];
-  for (let seen = 0; queue.length > 0 && seen < 16; seen++) {
-    const current = queue.shift();
-    if (typeof current !== "object" || current === null) continue;
-    const { code, cause, errors, message: text } = current as Record<string, unknown>;
-    if (typeof code === "string" && code !== "") return code;
-    if (typeof text === "string" && text !== "") message = text;
-    if (cause !== undefined) queue.push(cause);
-    if (Array.isArray(errors)) queue.push(...(errors as unknown[]));
-  }
-  return message || "connection failed";
-}
-
-/**
- * One signal that aborts when either does, with the first one's reason (what `fetch` then
- * rejects with). Written out rather than `AbortSignal.any` to leave no listener behind on a
- * long-lived caller signal once the call is over.
- */
-function linkSignals(
-  a: AbortSignal | undefined,
-  b: AbortSignal | undefined,
-): { signal: AbortSignal | undefined; dispose: () => void } {
-  if (!a || !b) return { signal: a ?? b, dispose: () => {} };
-  const controller = new AbortController();
-  const onA = () => controller.abort(a.reason);
-  const onB = () => controller.abort(b.reason);
-  if (a.aborted) onA();
-  else if (b.aborted) onB();
-  a.addEventListener("abort", onA, { once: true });
-  b.addEventListener("abort", onB, { once: true });
-  return {
-    signal: controller.signal,
-    dispose: () => {
-      a.removeEventListener("abort", onA);
-      b.removeEventListener("abort", onB);
-    },
-  };
 }

@@ -1,11 +1,26 @@
 /**
  * Watching the join list, for a console that shows machines arriving and joins moving.
+ *
+ * Long poll first (`GET /v1/admin/cluster/joins?waitSeconds=N` with `If-None-Match`, protocol
+ * 18.3): the founder holds the request and answers the moment the list changes, so a machine
+ * that registers reaches the console in about one round trip instead of up to a whole polling
+ * interval (a 2 s poll shows it after about 1 s on average). A founder that sends no `ETag`
+ * cannot long-poll; the watch then polls every `intervalMs`, as before.
  * @module
  */
 
 import { retryDelay, sleep, throwIfAborted, type BackoffOptions } from "../core/retry.js";
-import { NetworkError, StratumApiError, TimeoutError, type StratumError } from "../errors/index.js";
+import { NetworkError, StratumApiError, StratumError, TimeoutError } from "../errors/index.js";
 import type { NodeJoin } from "../types.js";
+
+/**
+ * How long one long poll asks the founder to hold it, in seconds: under the protocol's 30, and
+ * under the 30 s idle timeout common to proxies in front of an API, so an idle watch is not cut.
+ */
+const DEFAULT_WAIT_SECONDS = 25;
+
+/** The most a founder holds a long poll (protocol 14.1 and 18.3). */
+const MAX_WAIT_SECONDS = 30;
 
 /** One change of the join list between two polls. */
 export type JoinChange =
@@ -41,28 +56,79 @@ export interface WatchJoinsOptions {
    * `next()` does. Breaking out of the loop stops the watch without an error.
    */
   signal?: AbortSignal;
-  /** The pause between two successful polls, in ms. Default 2 000. */
+  /**
+   * The pause between two polls when the founder cannot long-poll (it sends no `ETag`), in ms.
+   * Default 2 000.
+   */
   intervalMs?: number;
+  /**
+   * How long each long poll asks the founder to hold it for a change, in seconds (1 to 30).
+   * Default 25. A change is yielded as soon as it happens, whatever this is.
+   */
+  waitSeconds?: number;
   /** Spacing of the retries after a failed poll (full jitter; `Retry-After` wins when the server sends it). */
   backoff?: BackoffOptions;
-  /** Per-poll timeout in ms; a poll that runs out is retried like a network failure. */
+  /**
+   * Per-poll timeout in ms, on top of the time a long poll is held (`waitSeconds`); a poll that
+   * runs out is retried like a network failure.
+   */
   timeoutMs?: number;
   /** Told of every failed poll that will be retried, and after how long: a console can show "reconnecting". */
   onRetry?: (error: StratumError, delayMs: number) => void;
 }
 
-/** What {@link watchJoins} needs of a client: the list call. */
+/** What {@link JoinLister.pollNodeJoins} is asked. */
+export interface PollNodeJoinsOptions {
+  /** The `ETag` of the list the caller has; absent, the list is answered at once. */
+  etag?: string;
+  /** With `etag`: how long the founder may hold the request for a change, in seconds (0 to 30). */
+  waitSeconds?: number;
+  /** Aborts the poll; the abort is re-thrown as it is. */
+  signal?: AbortSignal;
+  /** Gives up this many ms after the wait (not counting the `waitSeconds` the founder may hold it). */
+  timeoutMs?: number;
+}
+
+/** What one long poll of the join list found. */
+export type JoinListPoll =
+  | {
+      /** The list differs from the one named by `etag` (or none was named). */
+      changed: true;
+      /** The joins, newest first. */
+      items: NodeJoin[];
+      /** The new list's `ETag`; undefined when the founder sends none (it cannot long-poll). */
+      etag: string | undefined;
+    }
+  | {
+      /** Nothing changed within the wait (304). */
+      changed: false;
+      /** The list's `ETag`, still the one the caller has. */
+      etag: string;
+    };
+
+/** What {@link watchJoins} needs of a client: the list call, and the long poll when it has one. */
 export interface JoinLister {
   /** One poll: every join the founder lists. */
   listNodeJoins(options?: { signal?: AbortSignal; timeoutMs?: number }): Promise<{
     /** The joins, newest first. */
     items: NodeJoin[];
   }>;
+  /**
+   * One long poll of the list (the admin client's `pollNodeJoins`). Optional: without it, the
+   * watch polls `listNodeJoins`.
+   */
+  pollNodeJoins?(options: PollNodeJoinsOptions): Promise<JoinListPoll>;
 }
 
 /**
- * Polls `client.listNodeJoins` and yields each change, one at a time. The first poll yields
- * every join as `added`, so a console can start from nothing.
+ * Watches the join list and yields each change, one at a time. The first answer yields every
+ * join as `added`, so a console can start from nothing.
+ *
+ * With a client that long-polls ({@link JoinLister.pollNodeJoins}, as the admin client does)
+ * and a founder that answers with an `ETag`, each request is held by the founder until the list
+ * changes, and the change is yielded at once. A founder that sends no `ETag` cannot long-poll:
+ * the watch then polls `listNodeJoins` every `intervalMs`. So does a client without
+ * `pollNodeJoins`.
  *
  * A poll that fails for a reason that may pass (no answer, a timeout, 408, 429, 5xx) is
  * retried with backoff, after `Retry-After` when the server sent one, and `onRetry` is told.
@@ -78,14 +144,33 @@ export async function* watchJoins(
   client: JoinLister,
   options: WatchJoinsOptions = {},
 ): AsyncGenerator<JoinChange, void, undefined> {
-  const { signal, intervalMs = 2_000, backoff, timeoutMs, onRetry } = options;
+  const { signal, intervalMs = 2_000, backoff, timeoutMs, onRetry, waitSeconds = DEFAULT_WAIT_SECONDS } = options;
+  if (!Number.isInteger(waitSeconds) || waitSeconds < 1 || waitSeconds > MAX_WAIT_SECONDS)
+    throw new StratumError("INVALID_ARGUMENT", `waitSeconds must be an integer from 1 to ${MAX_WAIT_SECONDS}`);
   let known = new Map<string, NodeJoin>();
   let failures = 0;
+  // Long-polls while the founder answers with an ETag (the list's, once there is one).
+  let longPoll = client.pollNodeJoins !== undefined;
+  let etag: string | undefined;
   for (;;) {
     throwIfAborted(signal);
-    let items: NodeJoin[];
+    let items: NodeJoin[] | undefined;
+    let held = false;
     try {
-      ({ items } = await client.listNodeJoins({ signal, timeoutMs }));
+      if (longPoll) {
+        const started = Date.now();
+        const sent = etag;
+        const answer = await client.pollNodeJoins!({ signal, timeoutMs, ...(sent ? { etag: sent, waitSeconds } : {}) });
+        if (answer.changed) items = answer.items;
+        etag = answer.etag;
+        longPoll = etag !== undefined;
+        // The founder held the request (or answered a real change): ask again at once. An
+        // answer that came back early without a change is a founder that does not hold
+        // requests; waiting `intervalMs` keeps the watch from spinning on it.
+        held = (answer.changed && etag !== sent) || Date.now() - started >= (waitSeconds * 1000) / 2;
+      } else {
+        ({ items } = await client.listNodeJoins({ signal, timeoutMs }));
+      }
     } catch (error) {
       // The caller's abort as it is, whatever the client made of it.
       throwIfAborted(signal);
@@ -96,13 +181,15 @@ export async function* watchJoins(
       continue;
     }
     failures = 0;
-    const changes = diffJoins(known, items);
-    known = new Map(items.map((join) => [join.id, join]));
-    for (const change of changes) {
-      yield change;
-      throwIfAborted(signal); // an abort between iterations ends the watch at once
+    if (items) {
+      const changes = diffJoins(known, items);
+      known = new Map(items.map((join) => [join.id, join]));
+      for (const change of changes) {
+        yield change;
+        throwIfAborted(signal); // an abort between iterations ends the watch at once
+      }
     }
-    await sleep(intervalMs, signal);
+    if (!held) await sleep(intervalMs, signal);
   }
 }
 

@@ -9,6 +9,7 @@ import { CliError, parseCommandArgs, type CommandSpec } from "./args.js";
 import {
   adminApprove,
   adminCodes,
+  adminFail,
   adminJoins,
   adminMint,
   adminReject,
@@ -47,6 +48,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   adminApprove,
   adminReject,
   adminRetry,
+  adminFail,
 ];
 
 const GROUPS = new Set(["code", "release", "admin"]);

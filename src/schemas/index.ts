@@ -49,6 +49,8 @@ export const ProblemCodeSchema = z.enum([
   "UNAUTHORIZED",
   "FORBIDDEN",
   "NOT_FOUND",
+  "UNSUPPORTED_MEDIA_TYPE",
+  "STORAGE_UNAVAILABLE",
   "INTERNAL",
 ]);
 
@@ -393,7 +395,13 @@ export const MemberSchema = z.object({
 export const MemberListSchema = z.object({ membershipGeneration: int, items: z.array(MemberSchema) });
 
 /** `ClusterNetwork`: one network that links take addresses from. */
-export const ClusterNetworkSchema = z.object({ cidr: str, gateway: opt(str), mtu: opt(int), vlan: opt(int) });
+export const ClusterNetworkSchema = z.object({
+  cidr: str,
+  secondaryCidr: opt(str),
+  gateway: opt(str),
+  mtu: opt(int),
+  vlan: opt(int),
+});
 
 /** `ClusterNetworks`: the cluster's networks and its provider uplink. */
 export const ClusterNetworksSchema = z.object({
@@ -465,6 +473,7 @@ export type AdminOperationId =
   | "previewApproval"
   | "rejectNodeJoin"
   | "retryNodeJoin"
+  | "failNodeJoin"
   | "listClusterMembers"
   | "getClusterNetworks"
   | "rotateClusterCa"
@@ -503,6 +512,7 @@ const adminResponseSchemas: Record<AdminOperationId, z.ZodMiniType> = {
   previewApproval: ApprovalPreviewSchema,
   rejectNodeJoin: NodeJoinSchema,
   retryNodeJoin: NodeJoinSchema,
+  failNodeJoin: NodeJoinSchema,
   listClusterMembers: MemberListSchema,
   getClusterNetworks: ClusterNetworksSchema,
   rotateClusterCa: CaRotationSchema,

@@ -103,6 +103,24 @@ describe.each([
     expect((await c.retryNodeJoin(f.id)).state).toBe("approved");
   });
 
+  it("fails a running join with a reason; the fake cluster refuses any other state", async () => {
+    serve();
+    const c = client({ validate });
+    const running = cluster.addJoin({ state: "installing" });
+    const failed = await c.failNodeJoin(running.id, { reason: "powered off" });
+    expect(failed).toMatchObject({ state: "failed", failedStep: "operator", failedError: "powered off" });
+    expect(cluster.joins[0]?.state).toBe("failed");
+    await expect(c.failNodeJoin(running.id, { reason: "again" })).rejects.toMatchObject({
+      status: 409,
+      code: "JOIN_STATE_CONFLICT",
+    });
+    await expect(c.failNodeJoin(cluster.addJoin({ state: "delivering" }).id, { reason: "" })).rejects.toMatchObject({
+      status: 400,
+      errors: [{ field: "reason", message: "is required" }],
+    });
+    await expect(c.failNodeJoin("nj-none", { reason: "x" })).rejects.toMatchObject({ status: 404 });
+  });
+
   it("reads members and networks, rotates the CA, sets the upgrade", async () => {
     serve();
     const c = client({ validate });

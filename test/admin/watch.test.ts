@@ -3,6 +3,7 @@ import { setupServer } from "msw/node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createAdminClient, diffJoins, watchJoins, type JoinChange } from "../../src/admin/index.js";
 import { isAbortError, NetworkError, StratumApiError, type StratumError } from "../../src/errors/index.js";
+import { validateResponses } from "../../src/schemas/index.js";
 import {
   adminHandlers,
   createAdminHttp,
@@ -141,6 +142,98 @@ describe("watchJoins", () => {
     const count = polls.count;
     await new Promise((r) => setTimeout(r, 40));
     expect(polls.count).toBe(count);
+  });
+});
+
+describe("watchJoins: long poll, and the fallback to polling", () => {
+  /** Every list request: when it arrived, its `waitSeconds` and its `If-None-Match`. */
+  function recordLists(): { at: number; waitSeconds: string | null; ifNoneMatch: string | null }[] {
+    const seen: { at: number; waitSeconds: string | null; ifNoneMatch: string | null }[] = [];
+    server.events.on("request:start", ({ request }) => {
+      const url = new URL(request.url);
+      if (url.pathname !== "/v1/admin/cluster/joins") return;
+      seen.push({
+        at: performance.now(),
+        waitSeconds: url.searchParams.get("waitSeconds"),
+        ifNoneMatch: request.headers.get("If-None-Match"),
+      });
+    });
+    return seen;
+  }
+
+  it("polls every intervalMs a founder that sends no ETag (the fake cluster), and still sees changes", async () => {
+    const { cluster, client } = setup();
+    const seen = recordLists();
+    const controller = new AbortController();
+    const it = client.watchJoins({ signal: controller.signal, intervalMs: 100 })[Symbol.asyncIterator]();
+    const first = cluster.addJoin();
+    expect((await it.next()).value).toEqual({ type: "added", join: first });
+    const second = cluster.addJoin();
+    expect((await it.next()).value).toEqual({ type: "added", join: second });
+    controller.abort();
+    expect(seen.length).toBeGreaterThanOrEqual(2);
+    // Never a long poll: the founder gave no ETag to send back.
+    expect(seen.every((r) => r.waitSeconds === null && r.ifNoneMatch === null)).toBe(true);
+    for (let i = 1; i < seen.length; i++) expect(seen[i]!.at - seen[i - 1]!.at).toBeGreaterThanOrEqual(95);
+  });
+
+  it("long-polls a founder that answers with an ETag: If-None-Match and waitSeconds, the change at once", async () => {
+    let version = 1;
+    let joins = [fixtures.nodeJoin({ id: "nj-a" })];
+    let release: () => void = () => {};
+    const changed = new Promise<void>((resolve) => (release = resolve));
+    server.use(
+      http.get("/v1/admin/cluster/joins", async ({ request, response }) => {
+        if (request.headers.get("If-None-Match") === `"v${version}"`) {
+          await Promise.race([changed, new Promise((r) => setTimeout(r, 5_000))]);
+          if (request.headers.get("If-None-Match") === `"v${version}"`)
+            return response.untyped(new HttpResponse(null, { status: 304, headers: { ETag: `"v${version}"` } }));
+        }
+        return response(200).json({ items: joins }, { headers: { ETag: `"v${version}"` } });
+      }),
+    );
+    const seen = recordLists();
+    const client = createAdminClient({ baseUrl: BASE, token: "t" });
+    const controller = new AbortController();
+    const it = client.watchJoins({ signal: controller.signal, intervalMs: 60_000 })[Symbol.asyncIterator]();
+    expect((await it.next()).value).toMatchObject({ type: "added", join: { id: "nj-a" } });
+    const next = it.next();
+    await new Promise((r) => setTimeout(r, 50));
+    joins = [fixtures.nodeJoin({ id: "nj-b" }), ...joins];
+    version = 2;
+    release();
+    // Yielded long before the 60 s interval: the held request answered.
+    expect((await next).value).toMatchObject({ type: "added", join: { id: "nj-b" } });
+    controller.abort();
+    expect(seen[0]).toMatchObject({ waitSeconds: null, ifNoneMatch: null });
+    expect(seen[1]).toMatchObject({ waitSeconds: "25", ifNoneMatch: '"v1"' });
+  });
+
+  it("does not spin on a founder that sends an ETag but answers 304 at once", async () => {
+    server.use(
+      http.get("/v1/admin/cluster/joins", ({ request, response }) =>
+        request.headers.get("If-None-Match") === '"same"'
+          ? response.untyped(new HttpResponse(null, { status: 304, headers: { ETag: '"same"' } }))
+          : response(200).json({ items: [] }, { headers: { ETag: '"same"' } }),
+      ),
+    );
+    const seen = recordLists();
+    // Validation checks the 200 and leaves the 304s (no body) alone.
+    const client = createAdminClient({ baseUrl: BASE, token: "t", validate: validateResponses });
+    const controller = new AbortController();
+    const pending = client.watchJoins({ signal: controller.signal, intervalMs: 100 }).next();
+    await new Promise((r) => setTimeout(r, 450));
+    controller.abort();
+    expect(isAbortError(await pending.catch((e: unknown) => e))).toBe(true);
+    expect(seen.length).toBeGreaterThanOrEqual(3);
+    expect(seen.length).toBeLessThanOrEqual(6);
+    for (let i = 2; i < seen.length; i++) expect(seen[i]!.at - seen[i - 1]!.at).toBeGreaterThanOrEqual(95);
+  });
+
+  it("refuses a waitSeconds the protocol does not allow", async () => {
+    const { client } = setup();
+    for (const waitSeconds of [0, 31, 2.5])
+      await expect(client.watchJoins({ waitSeconds }).next()).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
   });
 });
 

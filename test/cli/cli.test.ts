@@ -15,6 +15,7 @@ import { signReleaseDirectory } from "../../src/release/manifest.js";
 import { COMMANDS, EXIT_CODE_TABLE, exitCodeForCode, runCli } from "../../src/cli/run.js";
 import { COMMON_FLAGS } from "../../src/cli/args.js";
 import { demoInventory, startHarness, type Harness } from "../node/harness.js";
+import { insertJoinRow } from "../reference-server/helpers.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -652,6 +653,24 @@ describe("against a reference server", () => {
       code: "FILE_ERROR",
       message: expect.stringContaining("no cert.pem"),
     });
+  });
+
+  it("admin fail: a running join fails with the reason; another state exits 13, no reason 2", async () => {
+    // Last in this block: a running join holds the one-at-a-time queue until it is failed.
+    const joinId = insertJoinRow(h.server, { state: "installing" });
+    const token = ["--token", h.server.adminToken];
+    expect((await cli(["admin", "fail", joinId, ...admin, ...token])).code).toBe(2); // --reason is required
+    const failed = await cli(["admin", "fail", joinId, ...admin, ...token, "--reason", "powered off", "--json"]);
+    expect(failed.code, failed.stdout).toBe(0);
+    expect(failed.json).toMatchObject({
+      id: joinId,
+      state: "failed",
+      failedStep: "operator",
+      failedError: "powered off",
+    });
+    const again = await cli(["admin", "fail", joinId, ...admin, ...token, "--reason", "twice"]);
+    expect(again.code).toBe(13);
+    expect(again.stderr).toContain("JOIN_STATE_CONFLICT");
   });
 });
 

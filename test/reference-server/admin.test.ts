@@ -26,6 +26,7 @@ const OPERATIONS: [string, string, Permission, string, unknown?][] = [
   ["POST", "/v1/admin/cluster/joins/nj-none0000/approval-preview", "ha:ApproveNodeJoin", "previewApproval", {}],
   ["POST", "/v1/admin/cluster/joins/nj-none0000/reject", "ha:ApproveNodeJoin", "rejectNodeJoin", { reason: "x" }],
   ["POST", "/v1/admin/cluster/joins/nj-none0000/retry", "ha:ApproveNodeJoin", "retryNodeJoin"],
+  ["POST", "/v1/admin/cluster/joins/nj-none0000/fail", "ha:ApproveNodeJoin", "failNodeJoin", { reason: "x" }],
   ["GET", "/v1/admin/cluster/members", "ha:DescribeCluster", "listClusterMembers"],
   ["GET", "/v1/admin/cluster/networks", "ha:DescribeCluster", "getClusterNetworks"],
   ["POST", "/v1/admin/cluster/ca-rotations", "ha:ManageCluster", "rotateClusterCa"],

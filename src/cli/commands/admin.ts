@@ -1,6 +1,6 @@
 /**
  * `stratum-join admin …`: the founder's side for scripts: mint, list and revoke join codes;
- * list, approve, reject and retry joins. The token comes from `--token`, `--token-file` or
+ * list, approve, reject, retry and fail joins. The token comes from `--token`, `--token-file` or
  * `STRATUM_TOKEN` and is only ever handed to the admin client: no output includes it, and the
  * SDK's errors carry no request header.
  * @module
@@ -343,5 +343,31 @@ export const adminRetry: CommandSpec = {
     const client = await clientOf(args, adminRetry);
     const join = await client.retryNodeJoin(args.positionals[0]!, { signal: ctx.signal });
     ctx.out.result(join, [ctx.out.style.green("retried"), ...joinLines(join, ctx.out.style)]);
+  },
+};
+
+/** `admin fail`. */
+export const adminFail: CommandSpec = {
+  path: ["admin", "fail"],
+  summary:
+    "Fail a running join (delivering or installing) now, e.g. a machine that will never report again: the next join can run.",
+  details:
+    "The join becomes failed with the reason as its error; its delivery is withdrawn. Retry it (admin retry) once the machine is back. A join in any other state is refused (exit 13, JOIN_STATE_CONFLICT).",
+  positionals: [{ name: "JOIN_ID", description: "the join (nj-…)" }],
+  flags: {
+    ...API_FLAGS,
+    reason: { type: "string", value: "TEXT", description: "why, shown on the console and to the joiner (required)" },
+  },
+  examples: [
+    {
+      comment: "a machine that lost power for good while installing holds the queue",
+      command: "stratum-join admin fail nj-8w2k4m1p --reason 'powered off; reinstalling'",
+    },
+  ],
+  async run(ctx, args) {
+    const client = await clientOf(args, adminFail);
+    const reason = stringFlag(args, "reason", adminFail, true);
+    const join = await client.failNodeJoin(args.positionals[0]!, { reason }, { signal: ctx.signal });
+    ctx.out.result(join, [ctx.out.style.green("failed"), ...joinLines(join, ctx.out.style)]);
   },
 };
