@@ -151,14 +151,9 @@ export class Cluster {
     return this.#codes.forPake(selector);
   }
 
-  /** Counts an unproven PAKE attempt on a live code; true when counted (see {@link JoinCodes.countAttempt}). */
-  countAttempt(codeId: string): boolean {
-    return this.#codes.countAttempt(codeId);
-  }
-
-  /** A valid KE3 clears the attempt its KE1 counted. */
-  clearAttempt(codeId: string): void {
-    this.#codes.clearAttempt(codeId);
+  /** Counts PAKE exchanges that ended unproven, code id → how many (see {@link JoinCodes.countUnproven}). */
+  countUnproven(ends: ReadonlyMap<string, number>): void {
+    this.#codes.countUnproven(ends);
   }
 
   /** After a proven KE3: why the code no longer works (401 with the reason), or nothing. */
