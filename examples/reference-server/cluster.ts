@@ -192,7 +192,11 @@ export class Cluster {
   /** Records a progress report and the state moves it means (see {@link DeliveryQueue.progress}). */
   progress(join: JoinRow, report: ProgressInput): Registration {
     this.#queue.progress(join, report);
-    return this.registration(this.store.getJoin(join.id)!);
+    const after = this.store.getJoin(join.id)!;
+    // The join ended and its delivery (the node key, the cluster's secrets) was cleared: its
+    // old pages are cut from the WAL too, not left there until the next restart.
+    if (join.delivery !== null && after.delivery === null) this.store.checkpoint();
+    return this.registration(after);
   }
 
   // ---------------------------------------------------------------- the operator's decisions
