@@ -41,9 +41,16 @@ const BURNED_BY = "system:too-many-attempts";
 /** The join codes of a cluster. */
 export class JoinCodes {
   readonly #context: ClusterContext;
+  /**
+   * Every code by selector, newest first, read whole after any committed change. A PAKE looks
+   * its selector up here, so a live selector and an unknown one cost the same (a map lookup),
+   * where a query by selector materialised a row for the one and not the other.
+   */
+  #bySelector: Map<string, JoinCodeRow[]> | undefined;
 
   constructor(context: ClusterContext) {
     this.#context = context;
+    context.store.on("change", () => (this.#bySelector = undefined));
   }
 
   /**
@@ -167,7 +174,7 @@ export class JoinCodes {
    */
   forPake(selector: string): JoinCodeRow | undefined {
     const now = Date.now();
-    const codes = this.#context.store.codesBySelector(selector);
+    const codes = this.#codesBySelector().get(selector) ?? [];
     const chosen = codes.find((c) => codeState(c, now) === "live") ?? codes[0];
     if (chosen && chosen.caFingerprint !== this.#context.ca.fingerprint) throw staleCode();
     if (chosen && codeState(chosen, now) === "live" && chosen.attempts >= this.#context.options.limits.maxAttempts) {
@@ -175,6 +182,18 @@ export class JoinCodes {
       return this.#context.store.getCode(chosen.id);
     }
     return chosen;
+  }
+
+  #codesBySelector(): Map<string, JoinCodeRow[]> {
+    if (this.#bySelector) return this.#bySelector;
+    const bySelector = new Map<string, JoinCodeRow[]>();
+    for (const code of this.#context.store.listCodes()) {
+      const codes = bySelector.get(code.selector);
+      if (codes) codes.push(code);
+      else bySelector.set(code.selector, [code]);
+    }
+    this.#bySelector = bySelector;
+    return bySelector;
   }
 
   /**

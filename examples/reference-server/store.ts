@@ -219,11 +219,6 @@ export class Store extends EventEmitter {
     return this.#many("SELECT * FROM join_codes ORDER BY seq DESC").map(codeFrom);
   }
 
-  /** The codes with this selector, newest first. */
-  codesBySelector(selector: string): JoinCodeRow[] {
-    return this.#many("SELECT * FROM join_codes WHERE selector = ? ORDER BY seq DESC", selector).map(codeFrom);
-  }
-
   /** The live codes at `now`: not revoked, not expired. */
   liveCodes(now: number): JoinCodeRow[] {
     return this.#many(

@@ -3,10 +3,12 @@
 // guesses on those alone.
 //
 // This compares two medians within one run, over real TLS, probes of the two kinds interleaved
-// (ABBA), after a warm-up: the machine's load moves both alike. It failed against the listener
-// that counted every KE1 of a live code in a SQLite transaction (synchronous = FULL, an fsync
-// per KE1): live median 7.39 ms, unknown 3.00 ms (difference 4.39 ms). The same run on the
-// listener that writes nothing at KE1: live 2.98 ms, unknown 2.95 ms.
+// (ABBA) after a warm-up, so the machine's load moves both alike; while the medians are not yet
+// within the bounds it probes on, up to 1,500 of each. It fails against the listener that
+// counted every KE1 of a live code in a SQLite transaction (synchronous = FULL: an fsync per
+// KE1): in five runs on a loaded 2-core machine the live median was 1.9 to 8.0 ms slower, e.g.
+// live 13.10 ms, unknown 8.82 ms over 1,500 probes each. On this listener, runs on the same
+// machine gave e.g. live 8.52 ms, unknown 8.50 ms, and live 5.73 ms, unknown 5.64 ms (300 each).
 import { afterEach, describe, expect, it } from "vitest";
 import { generateJoinCode, parseJoinCode } from "../../src/core/join-code.js";
 import { startLogin } from "../../src/node/opaque.js";
@@ -45,16 +47,6 @@ describe("KE1 timing", () => {
     let unknown = generateJoinCode();
     while (unknown.selector === live.selector) unknown = generateJoinCode();
 
-    // The KE1s are made beforehand, so only the listener's answer is timed (an unknown
-    // selector's probe carries a KE1 for its own code, as a prober's would).
-    const pairs = WARM_UP + MAX_PROBES;
-    const liveKe1s: string[] = [];
-    const unknownKe1s: string[] = [];
-    for (let i = 0; i < pairs; i++) {
-      liveKe1s.push((await startLogin(live.code)).ke1);
-      unknownKe1s.push((await startLogin(unknown.code)).ke1);
-    }
-
     // One connection for all probes: both kinds reuse it alike.
     const joiner = await TestJoiner.create(t.server);
     const connection = await joiner.connect();
@@ -70,15 +62,23 @@ describe("KE1 timing", () => {
       const difference = Math.abs(median(times.live) - median(times.unknown));
       return difference < 0.1 * Math.min(median(times.live), median(times.unknown)) && difference < 1;
     };
-    for (let i = 0; i < pairs; i++) {
-      const counted = i - WARM_UP;
-      if (counted >= MIN_PROBES && counted % BLOCK === 0 && within()) break;
-      for (const kind of i % 2 === 0 ? (["live", "unknown"] as const) : (["unknown", "live"] as const)) {
-        const ms =
-          kind === "live" ? await probe(live.selector, liveKe1s[i]!) : await probe(unknown.selector, unknownKe1s[i]!);
-        if (counted >= 0) times[kind].push(ms);
+    /** `n` pairs of probes, ABBA; counted unless warming up. */
+    const probePairs = async (n: number, count: boolean): Promise<void> => {
+      // The KE1s are made first, so only the listener's answer is timed (an unknown
+      // selector's probe carries a KE1 for its own code, as a prober's would).
+      const ke1s = [];
+      for (let i = 0; i < n; i++)
+        ke1s.push({ live: (await startLogin(live.code)).ke1, unknown: (await startLogin(unknown.code)).ke1 });
+      for (const [i, ke1] of ke1s.entries()) {
+        for (const kind of i % 2 === 0 ? (["live", "unknown"] as const) : (["unknown", "live"] as const)) {
+          const ms = await probe(kind === "live" ? live.selector : unknown.selector, ke1[kind]);
+          if (count) times[kind].push(ms);
+        }
       }
-    }
+    };
+    await probePairs(WARM_UP, false);
+    await probePairs(MIN_PROBES, true);
+    while (!within() && times.live.length < MAX_PROBES) await probePairs(BLOCK, true);
     await joiner.close();
 
     const liveMs = median(times.live);
