@@ -40,7 +40,7 @@ import {
   type RequestContext,
 } from "./http.js";
 import { randomSymbols } from "./ids.js";
-import { addPinnedRoutes, addProofRoutes } from "./join-calls.js";
+import { addPinnedRoutes, addProofRoutes, type JoinCallsOptions } from "./join-calls.js";
 import { PakeSteps } from "./join-pake.js";
 import { PakeSessions } from "./pake-sessions.js";
 import { PakeStartSchema } from "./schemas.js";
@@ -334,7 +334,7 @@ export class JoinListener {
       const body = parseBody(PakeStartSchema, await this.#requiredBody(ctx));
       await this.#pake.start(ctx, keyFingerprint, body);
     });
-    const calls = {
+    const calls: JoinCallsOptions = {
       cluster: o.cluster,
       limits: o.limits,
       limiter: this.#limiter,
@@ -342,10 +342,10 @@ export class JoinListener {
       releaseDir: o.releaseDir,
       clusterRelease: o.clusterRelease,
       kickRunner: o.kickRunner,
-      clientKey: (ctx: RequestContext) => this.#clientKey(ctx),
-      limitCalls: (ctx: RequestContext) => this.#limitCalls(ctx),
-      requiredBody: (ctx: RequestContext) => this.#requiredBody(ctx),
-      waitForChange: (ctx: RequestContext, ms: number, changed: () => boolean) => this.#waitForChange(ctx, ms, changed),
+      clientKey: (ctx) => this.#clientKey(ctx),
+      limitCalls: (ctx) => this.#limitCalls(ctx),
+      requiredBody: (ctx) => this.#requiredBody(ctx),
+      waitForChange: (ctx, ms, changed) => this.#waitForChange(ctx, ms, changed),
     };
     addProofRoutes(router, calls);
     addPinnedRoutes(router, calls);

@@ -103,6 +103,11 @@ export class PakeSteps {
       slot.release();
       throw invalidInput([{ field: "ke1", message: "is not an OPAQUE KE1 message" }]);
     }
+    // The connection went away while the KE2 was made: it reaches nobody, so nothing is spent.
+    if (ctx.req.socket.destroyed) {
+      slot.release();
+      return;
+    }
     const id = newPakeSession();
     const expiresAt = Date.now() + timing.pakeSessionMs;
     sessions.add({
