@@ -3,9 +3,9 @@
  * `ca/<stem>.pem`), the OPAQUE server setup (0600), the cluster's secrets (0600), and on first
  * start the cluster itself: its id, settings and secrets, and the founder as its first member.
  * The secrets are files, not rows, so that the database holds no secret a joiner is given once
- * no join is running (a scan of its files finds none; store.ts scrubs a delivery's). Every file is written
- * durably (temp file, fsync, rename, directory fsync), so a crash during the first start
- * leaves no torn key behind.
+ * no join is running (a scan of its files finds none; store.ts scrubs a delivery's). Every
+ * file is written durably (temp file, fsync, rename, directory fsync), so a crash during the
+ * first start leaves no torn key behind.
  * @module
  */
 
