@@ -6,7 +6,7 @@
 // It fails against a founder that only cleared the delivery (secure_delete on): the WAL still
 // held every frame that carried the delivery until a checkpoint (the node key was found in
 // stratum.db-wal), and the cluster's secrets sat in the database's meta table.
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { sensitiveFields } from "../../generated/sensitive.js";
@@ -78,5 +78,24 @@ describe("the founder's database files after a join", () => {
     expect(findSecrets(s.dataDir, secrets)).toEqual([]);
     await s.stop();
     expect(findSecrets(s.dataDir, secrets)).toEqual([]);
+  });
+
+  it("moves the cluster's secrets of an older data directory out of the database into a 0600 file", async () => {
+    const first = await startTestServer();
+    t = first;
+    const path = join(first.dataDir, "cluster-secrets.json");
+    const secrets = JSON.parse(readFileSync(path, "utf8")) as Record<string, string>;
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    // As an older reference server kept them: a meta row, no file.
+    first.server.store.tx(() => first.server.store.setMeta("secrets", secrets));
+    await first.stop();
+    rmSync(path);
+    const second = await first.restart();
+    t = second;
+    expect(JSON.parse(readFileSync(path, "utf8"))).toEqual(secrets);
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(second.server.store.getMeta("secrets")).toBeUndefined();
+    expect(second.server.cluster.secrets).toEqual(secrets);
+    expect(findSecrets(second.dataDir, secrets)).toEqual([]);
   });
 });
