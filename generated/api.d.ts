@@ -35,12 +35,20 @@ export interface paths {
          *       someone who knows the code learns, at KE3, why it no longer works.
          *     - A code minted under a CA that has since rotated is refused at once (401
          *       `JOIN_CODE_STALE`).
-         *     - Every KE1 for a live code counts as an attempt not yet proven; a valid KE3 clears it.
-         *       Past 10 unproven attempts the code is burned: revoked by `system:too-many-attempts`.
-         *     - At most `10 − attempts` exchanges of a code are outstanding at once (from KE1 until a
-         *       valid KE3, a failed KE3 or the end of the session); a KE1 beyond that is answered 503
-         *       `JOIN_CODE_BUSY` with `Retry-After`, and the joiner waits and retries. So a batch of
-         *       machines started at once never burns its code.
+         *     - An exchange is outstanding from its KE1 until it ends: proven (a KE3 that verifies,
+         *       never counted, even when its `Join-Binding` then fails) or unproven (a KE3 that does
+         *       not verify, its connection closed, or its session expired: counted in the code's
+         *       `attempts`). At 10 counted attempts the code is burned: revoked by
+         *       `system:too-many-attempts`.
+         *     - At most `10 − attempts` exchanges of a code are outstanding at once; a KE1 beyond that
+         *       is answered 503 `JOIN_CODE_BUSY` with `Retry-After`, and the joiner waits and sends a
+         *       new KE1. So a guesser gets at most 10 KE2 answers per code however parallel it is, and
+         *       a batch of machines started at once never burns its code. An unknown selector or an
+         *       ended code takes 10 outstanding exchanges, as a live code without attempts does, so
+         *       that the refusal tells nothing a KE2 would not.
+         *     - Outstanding exchanges live in the founder's memory: a founder restart drops them
+         *       without counting them. A KE1 writes nothing, so live and unknown selectors answer in
+         *       the same time.
          *
          *     The session is single-use, bound to this TLS connection and to this client
          *     certificate's key, and expires about 60 seconds after the answer.
@@ -538,10 +546,11 @@ export interface components {
          *     - `JOIN_BINDING_FAILED` (401): the code was proven (KE3 verified) but the `Join-Binding`
          *       header does not match this TLS connection: something between the joiner and the
          *       listener terminates TLS and relays the exchange. Sent only after KE3 verifies, so it
-         *       tells someone guessing codes nothing; the attempt stays counted, nothing is recorded.
+         *       tells someone guessing codes nothing; the exchange was proven, so it is not counted as
+         *       an attempt, and nothing is recorded.
          *     - `JOIN_CODE_BUSY` (503, with `Retry-After`): too many exchanges of this code are
          *       outstanding (at most `10 − attempts` at once), e.g. a batch of machines started
-         *       together; wait `Retry-After` and send a new KE1.
+         *       together; nothing was counted; wait `Retry-After` and send a new KE1.
          *     - `JOIN_CODE_EXPIRED`: the code's lifetime is over; mint a new one.
          *     - `JOIN_CODE_REVOKED`: the code was revoked; `details.revokedBy` says by whom
          *       (`system:too-many-attempts` for a burned code).
@@ -1231,7 +1240,12 @@ export interface components {
              *     on its own (10 of the code's 50 bits); shown so that a list can tell codes apart.
              */
             selector: string;
-            /** @description PAKE exchanges started with this code and not proven. Past 10 the code is burned, revoked by system:too-many-attempts. */
+            /**
+             * @description PAKE exchanges of this code that ended unproven while it was live: a KE3 that did not
+             *     verify, or no KE3 before the exchange's connection closed or its session expired.
+             *     Exchanges still waiting for their KE3 are not counted yet, and proven ones never are.
+             *     At 10 the code is burned: revoked by system:too-many-attempts.
+             */
             attempts?: number;
             /** @description The join listener the code points at, host:port. */
             endpoint: string;
@@ -1933,7 +1947,34 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
-            503: components["responses"]["Unavailable"];
+            /**
+             * @description Wait `Retry-After` seconds and send a new KE1 (on a new connection or the same one):
+             *
+             *     - `JOIN_CODE_BUSY`: as many exchanges of this code are outstanding as it has attempts
+             *       left (`10 − attempts`), e.g. a batch of machines started together. Nothing was
+             *       counted. The reference listener answers `Retry-After` of 1 to 3 seconds, drawn at
+             *       random so that machines refused together do not come back together.
+             *     - `UPGRADE_IN_PROGRESS`: the cluster is upgrading.
+             */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://docs.stratum.example/problems/join-code-busy",
+                     *       "title": "Join code busy",
+                     *       "status": 503,
+                     *       "detail": "Too many exchanges of this join code are waiting for their proof; send a new KE1 after Retry-After.",
+                     *       "requestId": "req-8k3n5w2q",
+                     *       "code": "JOIN_CODE_BUSY"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     checkJoinCode: {

@@ -154,14 +154,9 @@ export class Cluster {
     return this.#codes.forPake(selector);
   }
 
-  /** Counts an unproven PAKE attempt on a live code; true when counted (see {@link JoinCodes.countAttempt}). */
-  countAttempt(codeId: string): boolean {
-    return this.#codes.countAttempt(codeId);
-  }
-
-  /** A valid KE3 clears the attempt its KE1 counted. */
-  clearAttempt(codeId: string): void {
-    this.#codes.clearAttempt(codeId);
+  /** Counts PAKE exchanges that ended unproven, code id → how many (see {@link JoinCodes.countUnproven}). */
+  countUnproven(ends: ReadonlyMap<string, number>): void {
+    this.#codes.countUnproven(ends);
   }
 
   /** After a proven KE3: why the code no longer works (401 with the reason), or nothing. */
@@ -200,7 +195,11 @@ export class Cluster {
   /** Records a progress report and the state moves it means (see {@link DeliveryQueue.progress}). */
   progress(join: JoinRow, report: ProgressInput): Registration {
     this.#queue.progress(join, report);
-    return this.registration(this.store.getJoin(join.id)!);
+    const after = this.store.getJoin(join.id)!;
+    // The join ended and its delivery (the node key, the cluster's secrets) was cleared: its
+    // old pages are cut from the WAL too, not left there until the next restart.
+    if (join.delivery !== null && after.delivery === null) this.store.checkpoint();
+    return this.registration(after);
   }
 
   // ---------------------------------------------------------------- the operator's decisions

@@ -18,7 +18,7 @@ export interface Limits {
   perAddressCalls: number;
   /** New registrations from one address per window. Default 20. */
   perAddressRegistrations: number;
-  /** Unproven PAKE attempts a code survives; past this it is burned. Default 10. */
+  /** PAKE exchanges of a code that may end unproven before it is burned, and so the most that may be outstanding at once. Default 10. */
   maxAttempts: number;
   /** Served release files streaming at once per registration. Default 3. */
   releaseFilesAtOnce: number;

@@ -1,9 +1,11 @@
 /**
  * The founder's data directory: the database, the cluster CA (`ca/<stem>.key` 0600 and
- * `ca/<stem>.pem`), the OPAQUE server setup (0600), and on first start the cluster itself:
- * its id, settings and secrets, and the founder as its first member. Every file is written
- * durably (temp file, fsync, rename, directory fsync), so a crash during the first start
- * leaves no torn key behind.
+ * `ca/<stem>.pem`), the OPAQUE server setup (0600), the cluster's secrets (0600), and on first
+ * start the cluster itself: its id, settings and secrets, and the founder as its first member.
+ * The secrets are files, not rows, so that the database holds no secret a joiner is given once
+ * no join is running (a scan of its files finds none; store.ts scrubs a delivery's). Every
+ * file is written durably (temp file, fsync, rename, directory fsync), so a crash during the
+ * first start leaves no torn key behind.
  * @module
  */
 
@@ -45,7 +47,8 @@ export async function openDataDir(options: ClusterOptions): Promise<ClusterConte
   try {
     const serverSetup = await readServerSetup(options.dataDir);
     const ca = await readCa(options.dataDir, store);
-    const { stored, secrets } = readCluster(store, options);
+    const secrets = await readSecrets(options.dataDir, store);
+    const stored = readCluster(store, options);
     return new ClusterContext(store, options, stored, secrets, ca, serverSetup);
   } catch (error) {
     store.close();
@@ -84,30 +87,47 @@ async function writeCaFiles(dataDir: string, ca: ClusterCa): Promise<string> {
   return stem;
 }
 
-function readCluster(store: Store, options: ClusterOptions): { stored: StoredCluster; secrets: ClusterSecrets } {
+/**
+ * The cluster's secrets a joiner adopts, from `cluster-secrets.json` (0600), made on first
+ * start. A data directory of an older reference server kept them in the database: they are
+ * moved to the file, and the row deleted and scrubbed from the database's files.
+ */
+async function readSecrets(dataDir: string, store: Store): Promise<ClusterSecrets> {
+  const path = join(dataDir, "cluster-secrets.json");
+  const inDatabase = store.getMeta<ClusterSecrets>("secrets");
+  if (!existsSync(path)) {
+    const secrets: ClusterSecrets = inDatabase ?? {
+      postgresPassword: randomHex(24),
+      adminPassword: randomHex(16),
+      openBaoToken: `hvs.${randomHex(24)}`,
+      dnsEncryptionKey: randomHex(32),
+      openBaoUnsealKey: Buffer.from(randomHex(32), "hex").toString("base64"),
+    };
+    await writeFileDurably(path, `${JSON.stringify(secrets, null, 2)}\n`, { mode: 0o600 });
+  }
+  if (inDatabase) {
+    store.tx(() => store.deleteMeta("secrets"));
+    store.checkpoint();
+  }
+  return JSON.parse(readFileSync(path, "utf8")) as ClusterSecrets;
+}
+
+/** The cluster's id and settings; on first start, made with the founder as first member. */
+function readCluster(store: Store, options: ClusterOptions): StoredCluster {
   const stored = store.getMeta<StoredCluster>("cluster");
-  const secrets = store.getMeta<ClusterSecrets>("secrets");
-  if (stored && secrets) return { stored, secrets };
+  if (stored) return stored;
   const settings: ClusterSettings = { ...DEFAULT_CLUSTER, ...(options.cluster ?? {}) };
   const fresh: StoredCluster = { clusterId: newClusterId(), settings };
-  const newSecrets: ClusterSecrets = {
-    postgresPassword: randomHex(24),
-    adminPassword: randomHex(16),
-    openBaoToken: `hvs.${randomHex(24)}`,
-    dnsEncryptionKey: randomHex(32),
-    openBaoUnsealKey: Buffer.from(randomHex(32), "hex").toString("base64"),
-  };
   const upgrade: UpgradeState = { inProgress: false, retryAfterSeconds: DEFAULT_UPGRADE_RETRY_SECONDS };
   store.tx(() => {
     store.setMeta("cluster", fresh);
-    store.setMeta("secrets", newSecrets);
     store.setMeta("generation", 1);
     store.setMeta("upgrade", upgrade);
     const member = founderMember(settings);
     store.putMember(member);
     store.audit("system", "cluster.created", fresh.clusterId, { founder: member.nodeId });
   });
-  return { stored: fresh, secrets: newSecrets };
+  return fresh;
 }
 
 /**

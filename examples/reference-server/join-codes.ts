@@ -1,7 +1,7 @@
 /**
  * Join codes: mint (a selector no live code has, the OPAQUE record made under the current CA),
- * list and revoke, the code a PAKE runs against, and the attempt budget that burns a code
- * someone is guessing (PROTOCOL.md §2).
+ * list and revoke, the code a PAKE runs against, and the counted attempts that burn a code
+ * someone is guessing (docs/protocol.md §6; pake-sessions.ts keeps the outstanding ones).
  * @module
  */
 
@@ -41,9 +41,16 @@ const BURNED_BY = "system:too-many-attempts";
 /** The join codes of a cluster. */
 export class JoinCodes {
   readonly #context: ClusterContext;
+  /**
+   * Every code by selector, newest first, read whole after any committed change. A PAKE looks
+   * its selector up here, so a live selector and an unknown one cost the same (a map lookup),
+   * where a query by selector materialised a row for the one and not the other.
+   */
+  #bySelector: Map<string, JoinCodeRow[]> | undefined;
 
   constructor(context: ClusterContext) {
     this.#context = context;
+    context.store.on("change", () => (this.#bySelector = undefined));
   }
 
   /**
@@ -161,44 +168,53 @@ export class JoinCodes {
   /**
    * The code a PAKE for `selector` runs against: the live one, else the newest that is not (so
    * its holder learns at KE3 why it no longer works), else none (a fake KE2). A code minted
-   * under another CA is refused at once: 401 `JOIN_CODE_STALE`.
+   * under another CA is refused at once: 401 `JOIN_CODE_STALE`. A live code already at the
+   * attempt limit (left so by a lowered limit) is burned here, so it answers as burned rather
+   * than busy.
    */
   forPake(selector: string): JoinCodeRow | undefined {
     const now = Date.now();
-    const codes = this.#context.store.codesBySelector(selector);
+    const codes = this.#codesBySelector().get(selector) ?? [];
     const chosen = codes.find((c) => codeState(c, now) === "live") ?? codes[0];
     if (chosen && chosen.caFingerprint !== this.#context.ca.fingerprint) throw staleCode();
+    if (chosen && codeState(chosen, now) === "live" && chosen.attempts >= this.#context.options.limits.maxAttempts) {
+      this.countUnproven(new Map([[chosen.id, 0]]));
+      return this.#context.store.getCode(chosen.id);
+    }
     return chosen;
   }
 
-  /**
-   * Counts an unproven PAKE attempt on a live code, atomically: true when counted. A code
-   * whose budget is spent is burned instead (revoked by `system:too-many-attempts`).
-   */
-  countAttempt(codeId: string): boolean {
-    const { store } = this.#context;
-    return store.tx(() => {
-      const code = store.getCode(codeId);
-      if (!code || codeState(code, Date.now()) !== "live") return false;
-      if (code.attempts >= this.#context.options.limits.maxAttempts) {
-        store.revokeCode(codeId, BURNED_BY, Date.now());
-        store.audit(BURNED_BY, "cluster.join_code.revoked", codeId, {
-          selector: code.selector,
-          attempts: code.attempts,
-        });
-        return false;
-      }
-      store.setAttempts(codeId, code.attempts + 1);
-      return true;
-    });
+  #codesBySelector(): Map<string, JoinCodeRow[]> {
+    if (this.#bySelector) return this.#bySelector;
+    const bySelector = new Map<string, JoinCodeRow[]>();
+    for (const code of this.#context.store.listCodes()) {
+      const codes = bySelector.get(code.selector);
+      if (codes) codes.push(code);
+      else bySelector.set(code.selector, [code]);
+    }
+    this.#bySelector = bySelector;
+    return bySelector;
   }
 
-  /** A valid KE3 clears the attempt its KE1 counted. */
-  clearAttempt(codeId: string): void {
+  /**
+   * Counts exchanges that ended unproven (code id → how many), in one transaction. Only a code
+   * still live counts (an ended one can no longer be guessed); one that reaches the limit is
+   * burned: revoked by `system:too-many-attempts`, audited.
+   */
+  countUnproven(ends: ReadonlyMap<string, number>): void {
     const { store } = this.#context;
+    const max = this.#context.options.limits.maxAttempts;
     store.tx(() => {
-      const code = store.getCode(codeId);
-      if (code && code.attempts > 0) store.setAttempts(codeId, code.attempts - 1);
+      const now = Date.now();
+      for (const [codeId, n] of ends) {
+        const code = store.getCode(codeId);
+        if (!code || codeState(code, now) !== "live") continue;
+        const attempts = Math.min(max, code.attempts + n);
+        if (attempts !== code.attempts) store.setAttempts(codeId, attempts);
+        if (attempts < max) continue;
+        store.revokeCode(codeId, BURNED_BY, now);
+        store.audit(BURNED_BY, "cluster.join_code.revoked", codeId, { selector: code.selector, attempts });
+      }
     });
   }
 

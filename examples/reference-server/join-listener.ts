@@ -8,10 +8,10 @@
  * so it cannot make the certificate mandatory in TLS without also making it verified) and is
  * answered 401 `UNAUTHORIZED` on every call.
  *
- * The PAKE: `POST /v1/join/pake` answers KE2 and keeps the server's login state in memory, as
- * a session bound to this TLS connection and this client key, used once, for about 60 s. The
- * next call on the connection carries KE3 and the `Join-Binding` header; once both verify,
- * every answer carries the server's `Join-Binding`.
+ * This file holds the server's life (open, close, reopen, shut down), the checks every call
+ * makes (the client key, the per-address limit, the body) and the routes. The PAKE's two steps
+ * are join-pake.ts, the exchanges it waits on and their attempt budget pake-sessions.ts, the
+ * registration, the code check and the calls pinned to the key join-calls.ts.
  * @module
  */
 
@@ -19,24 +19,14 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { createServer, type Server } from "node:https";
 import type { AddressInfo, Socket } from "node:net";
 import type { TLSSocket } from "node:tls";
-import { createHash } from "node:crypto";
 import {
-  bindingTranscript,
-  derivePairingCode,
-  deriveBindingKeys,
   disableSessionTickets,
-  finishServerLogin,
-  formatPairingCode,
   issueListenerCertificate,
   peerKeyFingerprint,
-  serverBinding,
-  startServerLogin,
-  tlsExporter,
   tlsServerOptions,
-  verifyBinding,
-  type BindingKeys,
   type IssuedCertificate,
 } from "@stratum/join/server";
+import { AddressLimiter, peerAddress } from "./address-limiter.js";
 import type { Cluster } from "./cluster.js";
 import type { Limits, Timing } from "./config.js";
 import {
@@ -46,66 +36,15 @@ import {
   invalidInput,
   parseBody,
   readJson,
-  sendJson,
   type Logger,
   type RequestContext,
 } from "./http.js";
-import { newPakeSession, randomSymbols } from "./ids.js";
-import { ServedFiles, resolveReleasePath, sendReleaseFile } from "./release-serving.js";
-import { CodeCheckRequestSchema, PakeStartSchema, ProgressReportSchema, RegistrationRequestSchema } from "./schemas.js";
-import { codeState } from "./views.js";
+import { randomSymbols } from "./ids.js";
+import { addPinnedRoutes, addProofRoutes, type JoinCallsOptions } from "./join-calls.js";
+import { PakeSteps } from "./join-pake.js";
+import { PakeSessions } from "./pake-sessions.js";
+import { PakeStartSchema } from "./schemas.js";
 import { answerClientErrors } from "./http-client-errors.js";
-import { join as joinPath } from "node:path";
-
-/** PAKE exchanges waiting for their KE3, at most. */
-const MAX_SESSIONS = 10_000;
-
-/** A PAKE exchange waiting for its KE3. Secret-bearing (the server's login state); memory only. */
-interface PakeSession {
-  id: string;
-  socketId: string;
-  keyFingerprint: string;
-  serverState: string;
-  /** The code the exchange runs against; null for a fake KE2 (unknown selector). */
-  codeId: string | null;
-  /** Whether its KE1 counted as an attempt on a live code (a valid KE3 clears it). */
-  counted: boolean;
-  ke1: Uint8Array;
-  ke2: Uint8Array;
-  caDer: Uint8Array;
-  caFingerprint: string;
-  expiresAt: number;
-}
-
-/** Sliding-window counters per address and kind of call. */
-export class AddressLimiter {
-  readonly #hits = new Map<string, number[]>();
-
-  /**
-   * Records a call of `kind` from `address` unless `max` calls were made in the last
-   * `windowMs`; returns the seconds until one more is allowed when it is refused.
-   */
-  hit(address: string, kind: string, max: number, windowMs: number, now = Date.now()): number | undefined {
-    const key = `${kind} ${address}`;
-    const recent = (this.#hits.get(key) ?? []).filter((t) => t > now - windowMs);
-    if (recent.length >= max) {
-      this.#hits.set(key, recent);
-      return Math.max(1, Math.ceil((recent[0]! + windowMs - now) / 1000));
-    }
-    recent.push(now);
-    this.#hits.set(key, recent);
-    return undefined;
-  }
-
-  /** Forgets windows that have passed. */
-  prune(windowMs: number, now = Date.now()): void {
-    for (const [key, hits] of this.#hits) {
-      const recent = hits.filter((t) => t > now - windowMs);
-      if (recent.length === 0) this.#hits.delete(key);
-      else this.#hits.set(key, recent);
-    }
-  }
-}
 
 /** What the join listener needs. */
 export interface JoinListenerOptions {
@@ -123,24 +62,13 @@ export interface JoinListenerOptions {
   kickRunner: () => void;
 }
 
-/** Answer bodies: the strong ETag of a registration view. */
-function viewEtag(view: unknown): string {
-  return `"${createHash("sha256").update(JSON.stringify(view)).digest("base64url").slice(0, 27)}"`;
-}
-
-/** The caller's address as registrations record it (IPv4-mapped IPv6 written as IPv4). */
-function peerAddress(socket: Socket): string {
-  const address = socket.remoteAddress ?? "";
-  return address.startsWith("::ffff:") ? address.slice(7) : address;
-}
-
 /** The join listener. {@link JoinListener.reconcile} opens or closes it as the state requires. */
 export class JoinListener {
   readonly #o: JoinListenerOptions;
-  readonly #sessions = new Map<string, PakeSession>();
+  readonly #sessions: PakeSessions;
+  readonly #pake: PakeSteps;
   readonly #socketIds = new WeakMap<Socket, string>();
   readonly #limiter = new AddressLimiter();
-  readonly #served = new ServedFiles();
   readonly #waiters = new Set<() => void>();
   readonly #handler: (req: IncomingMessage, res: ServerResponse) => void;
   #leaf: IssuedCertificate | undefined;
@@ -157,6 +85,20 @@ export class JoinListener {
   constructor(options: JoinListenerOptions) {
     this.#o = options;
     this.#port = options.port;
+    this.#sessions = new PakeSessions({
+      maxAttempts: options.limits.maxAttempts,
+      writeUnproven: (ends) => options.cluster.countUnproven(ends),
+      onWriteError: (error) =>
+        options.log(
+          `${new Date().toISOString()} join listener could not count attempts yet: ${error instanceof Error ? error.message : "unknown error"}`,
+        ),
+    });
+    this.#pake = new PakeSteps({
+      cluster: options.cluster,
+      timing: options.timing,
+      sessions: this.#sessions,
+      socketId: (socket) => this.#socketId(socket),
+    });
     this.#handler = createRequestHandler({
       name: "join",
       router: this.#routes(),
@@ -293,6 +235,8 @@ export class JoinListener {
   /** Closes for good: every connection cut, every long poll ended. */
   async shutdown(): Promise<void> {
     this.#shutDown = true;
+    // Counted attempts are written; exchanges still waiting are dropped, as a crash drops them.
+    this.#sessions.close();
     if (this.#closeTimer) clearTimeout(this.#closeTimer);
     for (const wake of [...this.#waiters]) wake();
     await this.#queue.catch(() => {});
@@ -310,9 +254,9 @@ export class JoinListener {
     );
   }
 
-  /** Forgets expired sessions and rate windows. */
+  /** Ends expired exchanges (counted: unproven) and forgets passed rate windows. */
   prune(now = Date.now()): void {
-    for (const [id, s] of this.#sessions) if (s.expiresAt <= now) this.#sessions.delete(id);
+    this.#sessions.expire(now);
     this.#limiter.prune(this.#o.limits.perAddressWindowSeconds * 1000, now);
   }
 
@@ -329,11 +273,14 @@ export class JoinListener {
     return key;
   }
 
-  #socketId(socket: Socket): string {
+  /** The connection's id; the exchanges bound to it end (unproven) when it closes. */
+  #socketId(socket: TLSSocket): string {
     let id = this.#socketIds.get(socket);
     if (!id) {
-      id = randomSymbols(16);
-      this.#socketIds.set(socket, id);
+      const assigned = randomSymbols(16);
+      this.#socketIds.set(socket, assigned);
+      socket.once("close", () => this.#sessions.connectionClosed(assigned));
+      id = assigned;
     }
     return id;
   }
@@ -357,63 +304,6 @@ export class JoinListener {
     const body = await readJson(ctx, maxBytes);
     if (body === undefined) throw invalidInput([{ field: "", message: "a JSON body is required" }]);
     return body;
-  }
-
-  /**
-   * Checks the KE3 call's proof: the session (this connection, this key, not used, not
-   * expired; else 409 `JOIN_PAKE_RESTART`), the OPAQUE KE3 (else 401 `JOIN_CODE_INVALID`), then
-   * the `Join-Binding` header (else 401 `JOIN_BINDING_FAILED`: the code was proven over a
-   * relayed connection; told only after KE3 verifies, so a guesser learns nothing from it),
-   * the attempt still counted either way. Then clears the attempt, sets the
-   * server's `Join-Binding` on the answer, and refuses a code that no longer works (401 with
-   * the reason) or an upgrade in progress (503).
-   */
-  async #prove(
-    ctx: RequestContext,
-    pake: { session: string; ke3: string },
-  ): Promise<{ codeId: string; keys: BindingKeys; keyFingerprint: string }> {
-    const keyFingerprint = this.#clientKey(ctx);
-    const socket = ctx.req.socket as TLSSocket;
-    const session = this.#sessions.get(pake.session);
-    const restart = (): HttpProblem =>
-      new HttpProblem(409, "JOIN_PAKE_RESTART", {
-        detail: "No waiting PAKE exchange of this key on this connection; start again with POST /v1/join/pake.",
-      });
-    // A session presented from another connection or key is refused but not consumed, so a
-    // stranger who learnt a session id cannot cancel the owner's exchange.
-    if (!session || session.socketId !== this.#socketId(socket) || session.keyFingerprint !== keyFingerprint)
-      throw restart();
-    this.#sessions.delete(session.id);
-    if (session.expiresAt <= Date.now()) throw restart();
-    const notProven = (): HttpProblem =>
-      new HttpProblem(401, "JOIN_CODE_INVALID", {
-        detail: "The join code was not proven: mistyped, or not this cluster's.",
-      });
-    if (session.codeId === null) throw notProven();
-    const sessionKey = await finishServerLogin({ state: session.serverState, ke3: pake.ke3, caDer: session.caDer });
-    if (!sessionKey) throw notProven();
-    const keys = await deriveBindingKeys(sessionKey);
-    const transcript = await bindingTranscript({
-      session: session.id,
-      ke1: session.ke1,
-      ke2: session.ke2,
-      caFingerprint: session.caFingerprint,
-      clientKeyFingerprint: keyFingerprint,
-      exporter: tlsExporter(socket),
-    });
-    const header = ctx.req.headers["join-binding"];
-    if (!(await verifyBinding(keys.kc, transcript, typeof header === "string" ? header : undefined))) {
-      throw new HttpProblem(401, "JOIN_BINDING_FAILED", {
-        detail:
-          "The join code was proven, but not over this TLS connection: something between the machine and the listener relays it.",
-      });
-    }
-    if (session.counted) this.#o.cluster.clearAttempt(session.codeId);
-    ctx.res.setHeader("Join-Binding", await serverBinding(keys.ks, transcript));
-    const refusal = this.#o.cluster.refusalOfProvenCode(session.codeId);
-    if (refusal) throw refusal;
-    this.#o.cluster.assertNotUpgrading();
-    return { codeId: session.codeId, keys, keyFingerprint };
   }
 
   /** Resolves when `changed()` turns true after a store change, after `ms`, or when the answer is abandoned. */
@@ -441,161 +331,29 @@ export class JoinListener {
 
   #routes(): Router {
     const o = this.#o;
-    const cluster = o.cluster;
     const router = new Router();
-
     router.add("POST", "/v1/join/pake", async (ctx) => {
       const keyFingerprint = this.#clientKey(ctx);
       this.#limitCalls(ctx);
-      cluster.assertNotUpgrading();
+      o.cluster.assertNotUpgrading();
       const body = parseBody(PakeStartSchema, await this.#requiredBody(ctx));
-      this.prune();
-      // Sessions live in memory until used or expired; a flood of KE1s must not grow it forever.
-      if (this.#sessions.size >= MAX_SESSIONS) {
-        throw new HttpProblem(429, "RATE_LIMITED", {
-          detail: "Too many exchanges waiting; try again shortly.",
-          headers: { "Retry-After": "5" },
-        });
-      }
-      const code = cluster.codeForPake(body.selector);
-      const ca = cluster.ca;
-      let login: { state: string; ke2: string };
-      try {
-        login = await startServerLogin({
-          serverSetup: cluster.serverSetup,
-          // For an unknown selector the fake KE2 is derived from the selector, so repeated
-          // probes of one selector get consistent answers.
-          codeId: code?.id ?? body.selector,
-          registrationRecord: code?.record ?? null,
-          ke1: body.ke1,
-          caDer: ca.certDer,
-        });
-      } catch {
-        throw invalidInput([{ field: "ke1", message: "is not an OPAQUE KE1 message" }]);
-      }
-      // Counted only once the KE1 is known to be well formed: garbage costs the code nothing.
-      const counted =
-        code !== undefined && codeState(code, Date.now()) === "live" ? cluster.countAttempt(code.id) : false;
-      const id = newPakeSession();
-      const expiresAt = Date.now() + o.timing.pakeSessionMs;
-      this.#sessions.set(id, {
-        id,
-        socketId: this.#socketId(ctx.req.socket),
-        keyFingerprint,
-        serverState: login.state,
-        codeId: code?.id ?? null,
-        counted,
-        ke1: new Uint8Array(Buffer.from(body.ke1, "base64url")),
-        ke2: new Uint8Array(Buffer.from(login.ke2, "base64url")),
-        caDer: ca.certDer,
-        caFingerprint: ca.fingerprint,
-        expiresAt,
-      });
-      sendJson(ctx, 200, {
-        session: id,
-        ke2: login.ke2,
-        caCertificate: ca.certPem,
-        expiresAt: new Date(expiresAt).toISOString(),
-      });
+      await this.#pake.start(ctx, keyFingerprint, body);
     });
-
-    router.add("POST", "/v1/join/code-checks", async (ctx) => {
-      this.#clientKey(ctx);
-      this.#limitCalls(ctx);
-      const body = parseBody(CodeCheckRequestSchema, await this.#requiredBody(ctx));
-      const proof = await this.#prove(ctx, body.pake);
-      sendJson(ctx, 200, cluster.codeCheck(proof.codeId, body.release, body.selfUpgrade === true));
-    });
-
-    router.add("POST", "/v1/join/registrations", async (ctx) => {
-      this.#clientKey(ctx);
-      this.#limitCalls(ctx);
-      const body = parseBody(RegistrationRequestSchema, await this.#requiredBody(ctx));
-      const proof = await this.#prove(ctx, body.pake);
-      const pairingCode = formatPairingCode(await derivePairingCode(proof.keys.pairingKey, proof.keyFingerprint));
-      const address = peerAddress(ctx.req.socket);
-      const { status, registration } = cluster.register(body, {
-        codeId: proof.codeId,
-        keyFingerprint: proof.keyFingerprint,
-        sourceAddr: address,
-        pairingCode,
-        allowNew: () =>
-          this.#limiter.hit(
-            address,
-            "registration",
-            o.limits.perAddressRegistrations,
-            o.limits.perAddressWindowSeconds * 1000,
-          ),
-      });
-      sendJson(ctx, status, registration);
-    });
-
-    router.add("GET", "/v1/join/registrations/:joinId", async (ctx) => {
-      const key = this.#clientKey(ctx);
-      const joinId = ctx.params.joinId!;
-      let join = cluster.ownedJoin(joinId, key);
-      const raw = ctx.url.searchParams.get("waitSeconds");
-      let waitSeconds = 0;
-      if (raw !== null) {
-        if (!/^\d{1,2}$/.test(raw) || Number(raw) > 30)
-          throw invalidInput([{ field: "waitSeconds", message: "must be an integer from 0 to 30" }]);
-        waitSeconds = Number(raw);
-      }
-      // Being polled is being heard from: a waiting joiner is not silent.
-      const now = Date.now();
-      if (join.lastSeenAt === null || now - join.lastSeenAt > 10_000)
-        cluster.store.tx(() => cluster.store.patchJoin(joinId, { lastSeenAt: now }, join.updatedAt));
-      const etag = viewEtag(cluster.registration(join));
-      const ifNoneMatch = ctx.req.headers["if-none-match"];
-      if (waitSeconds > 0 && ifNoneMatch === etag) {
-        await this.#waitForChange(
-          ctx,
-          waitSeconds * 1000,
-          () => viewEtag(cluster.registration(cluster.store.getJoin(joinId)!)) !== etag,
-        );
-      }
-      if (ctx.res.destroyed) return;
-      join = cluster.store.getJoin(joinId)!;
-      const view = cluster.registration(join);
-      const current = viewEtag(view);
-      if (ifNoneMatch === current) {
-        ctx.res.writeHead(304, { ETag: current, "Cache-Control": "no-store" });
-        ctx.res.end();
-        return;
-      }
-      sendJson(ctx, 200, view, { ETag: current });
-    });
-
-    router.add("POST", "/v1/join/registrations/:joinId/progress", async (ctx) => {
-      const key = this.#clientKey(ctx);
-      const join = cluster.ownedJoin(ctx.params.joinId!, key);
-      const body = parseBody(ProgressReportSchema, (await readJson(ctx, o.limits.progressBodyBytes)) ?? {});
-      const registration = cluster.progress(join, body);
-      o.kickRunner();
-      sendJson(ctx, 200, registration);
-    });
-
-    router.add("GET", "/v1/join/registrations/:joinId/release/*path", (ctx) => {
-      const key = this.#clientKey(ctx);
-      const join = cluster.ownedJoin(ctx.params.joinId!, key);
-      if (join.state !== "needs-upgrade") {
-        throw new HttpProblem(409, "JOIN_STATE_CONFLICT", {
-          detail: `The join is ${join.state}; the release is served only while it upgrades itself.`,
-        });
-      }
-      if (!join.upgrade?.served || !o.releaseDir)
-        throw new HttpProblem(404, "NOT_FOUND", { detail: "The founder serves no release to this registration." });
-      cluster.assertNotUpgrading();
-      const file = resolveReleasePath(joinPath(o.releaseDir, o.clusterRelease), ctx.params.path!);
-      if (!this.#served.acquire(join.id, o.limits.releaseFilesAtOnce)) {
-        throw new HttpProblem(503, "RELEASE_BUSY", {
-          detail: `At most ${o.limits.releaseFilesAtOnce} files at once; retry.`,
-          headers: { "Retry-After": "1" },
-        });
-      }
-      sendReleaseFile(ctx, file, () => this.#served.release(join.id));
-    });
-
+    const calls: JoinCallsOptions = {
+      cluster: o.cluster,
+      limits: o.limits,
+      limiter: this.#limiter,
+      pake: this.#pake,
+      releaseDir: o.releaseDir,
+      clusterRelease: o.clusterRelease,
+      kickRunner: o.kickRunner,
+      clientKey: (ctx) => this.#clientKey(ctx),
+      limitCalls: (ctx) => this.#limitCalls(ctx),
+      requiredBody: (ctx) => this.#requiredBody(ctx),
+      waitForChange: (ctx, ms, changed) => this.#waitForChange(ctx, ms, changed),
+    };
+    addProofRoutes(router, calls);
+    addPinnedRoutes(router, calls);
     return router;
   }
 }

@@ -5,8 +5,10 @@
  * restart loses nothing that was answered.
  *
  * Stored secrets: each join code's OPAQUE record (never the code), hashes of API tokens (never
- * a token), the cluster's bundle secrets and the delivery of a running join. The database file
- * is created mode 0600.
+ * a token), and the delivery of a running join (the node key, the cluster's secrets), cleared
+ * when the join ends and then scrubbed from the files ({@link Store.checkpoint}). The cluster's
+ * own secrets live in a 0600 file beside the CA key, not here. The database file is created
+ * mode 0600.
  * @module
  */
 
@@ -84,6 +86,20 @@ export class Store extends EventEmitter {
     return result;
   }
 
+  /**
+   * Copies the WAL into the database file and truncates the WAL to nothing. Called after a
+   * secret is cleared (a delivery at the end of its join): `secure_delete` zeroes the content
+   * in the pages the change writes, but the WAL still holds the pages as they were before it
+   * (the secret, in every frame that ever carried it) until a checkpoint copies the zeroed pages
+   * over the database file's and the WAL is cut back. A PASSIVE or FULL checkpoint would leave
+   * the old frames in the file; TRUNCATE removes them. Returns false when a reader kept it from
+   * finishing (an outside reader, such as a backup): the frames are then cut at the next one.
+   */
+  checkpoint(): boolean {
+    const row = this.#one("PRAGMA wal_checkpoint(TRUNCATE)");
+    return row?.busy === 0;
+  }
+
   /** Closes the database (after a checkpoint, so the WAL does not have to be replayed). */
   close(): void {
     try {
@@ -124,6 +140,11 @@ export class Store extends EventEmitter {
       key,
       JSON.stringify(value),
     );
+  }
+
+  /** Deletes a value of the meta table. */
+  deleteMeta(key: string): void {
+    this.#run("DELETE FROM meta WHERE key = ?", key);
   }
 
   // ---- audit ----
@@ -196,11 +217,6 @@ export class Store extends EventEmitter {
   /** Every join code, newest first. */
   listCodes(): JoinCodeRow[] {
     return this.#many("SELECT * FROM join_codes ORDER BY seq DESC").map(codeFrom);
-  }
-
-  /** The codes with this selector, newest first. */
-  codesBySelector(selector: string): JoinCodeRow[] {
-    return this.#many("SELECT * FROM join_codes WHERE selector = ? ORDER BY seq DESC", selector).map(codeFrom);
   }
 
   /** The live codes at `now`: not revoked, not expired. */

@@ -17,7 +17,7 @@ import { disableSessionTickets, tlsServerOptions } from "../../src/server/tls.js
 import { openPinnedConnection, type PinnedConnection } from "../../src/node/pinned-connection.js";
 import { caFingerprint } from "../../src/node/pki.js";
 import { createClusterCa, issueListenerCertificate, issueNodeCertificate } from "../../src/server/ca.js";
-import { startHarness, type Harness } from "./harness.js";
+import { eventually, startHarness, type Harness } from "./harness.js";
 
 let h: Harness;
 let url: string;
@@ -385,13 +385,13 @@ describe("attacks on the join exchange", () => {
     expect(outcome).toMatch(/^refused/);
   });
 
-  it("the 11th unproven attempt burns the code: the right code then fails, with the reason", async () => {
+  it("a guesser gets 10 KE2s of a code however parallel; when they end unproven the code burns, and the right code then fails with the reason", async () => {
     const minted = await h.admin.mintJoinCode({ endpoint: h.server.joinEndpoint });
     const target = parseJoinUrl(minted.url).code;
     const identity = await createMachineIdentity();
     const connections = await Promise.all(Array.from({ length: 11 }, () => connectAs(identity)));
     try {
-      // Eleven KE1s at once, none finished: each counts as an attempt not proven.
+      // Eleven KE1s at once: ten exchanges fill the code's budget, the eleventh must wait.
       const answers = await Promise.all(
         connections.map(async (c) =>
           c.request({
@@ -401,10 +401,19 @@ describe("attacks on the join exchange", () => {
           }),
         ),
       );
-      for (const answer of answers) expect(answer.status).toBe(200);
+      expect(answers.map((a) => a.status).sort()).toEqual([...Array(10).fill(200), 503]);
+      expect(answers.find((a) => a.status === 503)!.json).toMatchObject({ code: "JOIN_CODE_BUSY" });
     } finally {
+      // No KE3: each of the ten ends unproven as its connection closes.
       await Promise.all(connections.map((c) => c.close()));
     }
+    await eventually(
+      async () =>
+        (await h.admin.listJoinCodes()).items.find((c) => c.id === minted.joinCode.id)!.state === "revoked" ||
+        undefined,
+      5_000,
+      "the code burned",
+    );
     const listed = (await h.admin.listJoinCodes()).items.find((c) => c.id === minted.joinCode.id)!;
     expect(listed.state).toBe("revoked");
     expect(listed.revokedBy).toBe("system:too-many-attempts");

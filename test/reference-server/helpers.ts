@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "vitest";
-import { parseJoinCode } from "../../src/core/join-code.js";
+import { generateJoinCode, parseJoinCode } from "../../src/core/join-code.js";
 import {
   bindingTranscript,
   clientBinding,
@@ -196,6 +196,23 @@ export async function keepListenerOpen(server: ReferenceServer, avoid: string): 
     const other = await mint(server);
     if (other.joinCode.selector !== parseJoinCode(avoid).selector) return;
     await admin(server, "DELETE", `/v1/admin/cluster/join-codes/${other.joinCode.id}`);
+  }
+}
+
+/** A code with the same selector as `code` but other secret symbols (a mistyped code that passes the check symbol). */
+export function sameSelectorOtherCode(code: string): string {
+  for (;;) {
+    const other = generateJoinCode();
+    const candidate = parseJoinCode(code).selector + other.code.slice(2, 10);
+    // The one valid 11th symbol, found by trying each.
+    for (const c of "0123456789ABCDEFGHJKMNPQRSTVWXYZ") {
+      try {
+        const parsed = parseJoinCode(candidate + c);
+        if (parsed.code !== parseJoinCode(code).code) return parsed.formatted;
+      } catch {
+        /* not this one */
+      }
+    }
   }
 }
 
