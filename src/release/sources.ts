@@ -4,11 +4,13 @@
  * same way; every rule about what an answer may be lives in the downloader, not here.
  * @module
  */
-import { isIP } from "node:net";
+import { isIP, type Socket } from "node:net";
 import * as tls from "node:tls";
 import type { Dispatcher } from "undici";
 import { ReleaseArgumentError } from "../errors/index.js";
 import { http1Get, type Http1Connector } from "./http1/index.js";
+import { chooseProxy } from "./proxy.js";
+import { tunnelConnector } from "./tunnel.js";
 
 /** One request of the downloader: a whole file, or its tail from `range.start`. */
 export interface ReleaseFetchRequest {
@@ -121,11 +123,21 @@ export interface MirrorSourceOptions extends Omit<DispatcherSourceOptions, "orig
   /** CA certificate(s), PEM, to trust instead of the system's (a test CA, a private mirror). */
   ca?: string | string[];
   /**
-   * An undici dispatcher to send the requests through instead (a proxy, a custom Agent); then
-   * `ca` is the dispatcher's business, `close()` leaves it open, and bodies are copied out of
-   * undici's buffers (slower: see the README's measurements).
+   * An undici dispatcher to send the requests through instead (a custom Agent); then `ca` and
+   * `proxy` are the dispatcher's business, `close()` leaves it open, and bodies are copied out
+   * of undici's buffers (slower: see the README's measurements).
    */
   dispatcher?: Dispatcher;
+  /**
+   * The HTTP proxy to reach the mirror through, `http://[user:password@]host[:port]` (port
+   * 1080 when none is given, as curl): every request goes through a `CONNECT` tunnel to the
+   * mirror, with TLS to the mirror end to end inside it, and the userinfo becomes
+   * `Proxy-Authorization: Basic` (never shown in a message). `false`: never a proxy, whatever
+   * the environment says. Default: the proxy the environment names (`https_proxy`,
+   * `HTTPS_PROXY`, then `http_proxy`, `HTTP_PROXY`) unless `no_proxy`/`NO_PROXY` exempts the
+   * mirror; a proxy given here is used for every request, `NO_PROXY` not consulted.
+   */
+  proxy?: string | false;
 }
 
 /**
@@ -135,7 +147,8 @@ export interface MirrorSourceOptions extends Omit<DispatcherSourceOptions, "orig
  *
  * Each request gets a TLS connection of its own (TLS 1.2 or 1.3, the certificate checked
  * against `ca` or the system's roots and the URL's host), and its body is decrypted straight
- * into the downloader's write buffers. `close()` closes the connections still open.
+ * into the downloader's write buffers; through an HTTP proxy when `proxy` or the environment
+ * names one (see {@link MirrorSourceOptions.proxy}). `close()` closes the connections still open.
  */
 export function mirrorSource(baseUrl: string, options: MirrorSourceOptions = {}): ReleaseSource {
   let url: URL;
@@ -147,19 +160,28 @@ export function mirrorSource(baseUrl: string, options: MirrorSourceOptions = {})
   if (url.protocol !== "https:") throw new ReleaseArgumentError("a release mirror is reached over HTTPS");
   if (url.username || url.password) throw new ReleaseArgumentError("a release mirror URL carries no credentials");
   if (url.search || url.hash) throw new ReleaseArgumentError("a release mirror URL has no query or fragment");
-  const description = options.description ?? `mirror ${url.origin}${url.pathname.replace(/\/+$/, "")}/`;
+  if (options.dispatcher && options.proxy !== undefined)
+    throw new ReleaseArgumentError(
+      "give a mirror `dispatcher` or a `proxy`, not both: the dispatcher picks its own route",
+    );
+  const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
+  const port = url.port === "" ? HTTPS_PORT : Number(url.port);
+  const proxy = options.dispatcher ? undefined : chooseProxy(options.proxy, { host, port });
+  const description =
+    options.description ??
+    `mirror ${url.origin}${url.pathname.replace(/\/+$/, "")}/${proxy ? ` through the proxy ${proxy.display}` : ""}`;
   if (options.dispatcher) {
     const source = dispatcherSource(options.dispatcher, url.pathname, { ...options, origin: url.origin, description });
     return { describe: source.describe, fetch: source.fetch };
   }
   const base = url.pathname.replace(/\/+$/, "");
-  const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
-  const port = url.port === "" ? HTTPS_PORT : Number(url.port);
-  const live = new Set<tls.TLSSocket>();
-  const connect = tlsConnector({ host, port, ...(options.ca === undefined ? {} : { ca: options.ca }) }, (socket) => {
+  const live = new Set<Socket>();
+  const track = (socket: Socket): void => {
     live.add(socket);
     socket.once("close", () => live.delete(socket));
-  });
+  };
+  const target = { host, port, ...(options.ca === undefined ? {} : { ca: options.ca }) };
+  const connect = proxy ? tunnelConnector(target, proxy, track) : tlsConnector(target, track);
   return {
     describe: () => description,
     async fetch(path, request) {
