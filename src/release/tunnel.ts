@@ -8,6 +8,7 @@
 import { STATUS_CODES } from "node:http";
 import { connect as netConnect, isIP, type Socket } from "node:net";
 import * as tls from "node:tls";
+import { mirrorTlsOptions } from "./connect.js";
 import type { Http1Connector } from "./http1/index.js";
 import type { HttpProxy } from "./proxy.js";
 
@@ -64,13 +65,7 @@ export function tunnelConnector(
   return async (onread, signal) => {
     const raw = await openTunnel(target, proxy, signal, onSocket);
     return new Promise<tls.TLSSocket>((resolve, reject) => {
-      const socket = tls.connect({
-        socket: raw,
-        host: target.host,
-        ...(isIP(target.host) === 0 ? { servername: target.host } : {}),
-        ...(target.ca === undefined ? {} : { ca: target.ca }),
-        ALPNProtocols: ["http/1.1"],
-      });
+      const socket = tls.connect({ ...mirrorTlsOptions(target), socket: raw });
       onSocket?.(socket);
       const settle = (error?: unknown): void => {
         signal.removeEventListener("abort", onAbort);

@@ -20,6 +20,8 @@ const TLS_REFUSAL = /CERT|SELF_SIGNED|UNABLE_TO_(GET|VERIFY)|ERR_TLS_|ERR_SSL_|H
 export class DownloadSession {
   /** Bytes received from the source in this run. */
   fetched = 0;
+  /** True while a file is fetched on several connections: one file at a time, for the memory bound. */
+  parallelBusy = false;
 
   constructor(
     readonly source: ReleaseSource,
@@ -28,6 +30,11 @@ export class DownloadSession {
     readonly retry: Readonly<Required<ReleaseRetryOptions>>,
     readonly minSpeed: Readonly<Required<ReleaseMinSpeed>>,
     readonly hooks: ReleaseTestHooks,
+    /** Connections per large file, and the segment size they fetch. */
+    readonly parallel: { readonly connections: number; readonly segmentBytes: number } = {
+      connections: 1,
+      segmentBytes: Number.POSITIVE_INFINITY,
+    },
   ) {}
 
   /** The source, for messages. */
