@@ -12,7 +12,9 @@
 // resume at the largest size. Prints the figures and the ratios against the goals.
 //
 // Env: BENCH_SIZES_MIB (default "512,1024"), BENCH_RUNS (default 3), BENCH_DIR (default
-// os.tmpdir()), BENCH_CONNECTIONS (passed as `connections` when set).
+// os.tmpdir()), BENCH_CONNECTIONS (passed as `connections` when set), BENCH_BEFORE_PROJECT
+// (another build's packed project, run interleaved as "SDK before"), BENCH_COMPARE_CONNECTIONS
+// (e.g. "1,3": this build again with that many connections per file, interleaved).
 // Run with: npm run bench:release
 import { spawn, spawnSync } from "node:child_process";
 import { randomFillSync } from "node:crypto";
@@ -137,6 +139,16 @@ try {
   log(`packing the package (scripts/packed-project.mjs)…`);
   const project = (await packedProject()).dir;
   writeFileSync(join(project, "bench-release-run.mjs"), RUNNER);
+  // BENCH_BEFORE_PROJECT: a fresh project with another build of the package installed (made by
+  // `node scripts/packed-project.mjs` in a checkout of it), run interleaved with this one
+  const variants = [{ name: "SDK", project }];
+  // BENCH_COMPARE_CONNECTIONS: e.g. "1,3": this build again with that many connections per file
+  for (const n of (process.env.BENCH_COMPARE_CONNECTIONS ?? "").split(",").filter(Boolean))
+    variants.push({ name: `SDK connections ${n}`, project, connections: Number(n) });
+  if (process.env.BENCH_BEFORE_PROJECT) {
+    writeFileSync(join(process.env.BENCH_BEFORE_PROJECT, "bench-release-run.mjs"), RUNNER);
+    variants.push({ name: "SDK before", project: process.env.BENCH_BEFORE_PROJECT });
+  }
   const require = createRequire(join(project, "package.json"));
   const { generateReleaseKeyPair, signReleaseDirectory } = await import(
     pathToFileURL(require.resolve("@stratum/join/release")).href
@@ -166,9 +178,15 @@ try {
       progress,
       ...(connections ? { connections } : {}),
     });
-    const best = { curl: Infinity, curlSha: Infinity, inside: Infinity, process: Infinity, importMs: Infinity };
-    let rssKiB = 0;
-    let cpu = Infinity;
+    const best = { curl: Infinity, curlSha: Infinity };
+    const sdks = variants.map((variant) => ({
+      ...variant,
+      inside: Infinity,
+      process: Infinity,
+      importMs: Infinity,
+      cpu: Infinity,
+      rssKiB: 0,
+    }));
     for (let run = 0; run < runs; run++) {
       rmSync(out, { force: true });
       settle();
@@ -184,21 +202,30 @@ try {
       // curl's file goes before the SDK's run, as the SDK's goes before curl's: same page-cache state
       rmSync(out, { force: true });
 
-      const dest = join(work, `sdk-${run}`);
-      settle();
-      const { code, result, wall } = await sdk(project, config(dest));
-      if (code !== 0 || !result) throw new Error(`the SDK run failed (exit ${code})`);
-      best.inside = Math.min(best.inside, result.seconds);
-      best.process = Math.min(best.process, wall);
-      best.importMs = Math.min(best.importMs, result.importMs);
-      cpu = Math.min(cpu, result.cpuSeconds);
-      rssKiB = Math.max(rssKiB, result.maxRssKiB);
-      rmSync(dest, { recursive: true, force: true });
+      for (const variant of sdks) {
+        const dest = join(work, `sdk-${run}`);
+        settle();
+        const { code, result, wall } = await sdk(variant.project, {
+          ...config(dest),
+          ...(variant.connections ? { connections: variant.connections } : {}),
+        });
+        if (code !== 0 || !result) throw new Error(`the ${variant.name} run failed (exit ${code})`);
+        variant.inside = Math.min(variant.inside, result.seconds);
+        variant.process = Math.min(variant.process, wall);
+        variant.importMs = Math.min(variant.importMs, result.importMs);
+        variant.cpu = Math.min(variant.cpu, result.cpuSeconds);
+        variant.rssKiB = Math.max(variant.rssKiB, result.maxRssKiB);
+        rmSync(dest, { recursive: true, force: true });
+      }
     }
-    rows.push({ sizeMiB, size, best, rssKiB, cpu });
+    rows.push({ sizeMiB, size, best, sdks });
     log(
-      `${sizeMiB} MiB: curl -o ${best.curl.toFixed(2)} s (${rate(size, best.curl)}), curl + sha256sum ${best.curlSha.toFixed(2)} s, SDK inside downloadRelease ${best.inside.toFixed(2)} s (${rate(size, best.inside)}), SDK process ${best.process.toFixed(2)} s (import ${best.importMs.toFixed(0)} ms, CPU ${cpu.toFixed(2)} s), peak RSS ${(rssKiB / 1024).toFixed(1)} MiB; load ${loadavg()}`,
+      `${sizeMiB} MiB: curl -o ${best.curl.toFixed(2)} s (${rate(size, best.curl)}), curl + sha256sum ${best.curlSha.toFixed(2)} s; load ${loadavg()}`,
     );
+    for (const v of sdks)
+      log(
+        `  ${v.name}: inside downloadRelease ${v.inside.toFixed(2)} s (${rate(size, v.inside)}), process ${v.process.toFixed(2)} s (import ${v.importMs.toFixed(0)} ms, CPU ${v.cpu.toFixed(2)} s), peak RSS ${(v.rssKiB / 1024).toFixed(1)} MiB`,
+      );
 
     if (sizeMiB === Math.max(...sizes)) {
       // killed at half way, then resumed: the resumed run must fetch only what is missing (+1 MiB)
@@ -223,19 +250,23 @@ try {
   }
 
   log();
-  log("| 1 release file | curl -o | curl + sha256sum | SDK inside downloadRelease | SDK as a process | peak RSS |");
-  log("| --- | --- | --- | --- | --- | --- |");
-  for (const { sizeMiB, best, rssKiB } of rows) {
-    const r = (x) => (best.curl / x).toFixed(2);
-    log(
-      `| ${sizeMiB} MiB | ${best.curl.toFixed(2)} s | ${best.curlSha.toFixed(2)} s | ${best.inside.toFixed(2)} s (${r(best.inside)}×) | ${best.process.toFixed(2)} s (${r(best.process)}×) | ${(rssKiB / 1024).toFixed(1)} MiB |`,
-    );
+  log("| 1 release file | curl -o | curl + sha256sum | SDK | inside downloadRelease | as a process | peak RSS |");
+  log("| --- | --- | --- | --- | --- | --- | --- |");
+  for (const { sizeMiB, best, sdks } of rows) {
+    for (const v of sdks) {
+      const r = (x) => (best.curl / x).toFixed(2);
+      log(
+        `| ${sizeMiB} MiB | ${best.curl.toFixed(2)} s | ${best.curlSha.toFixed(2)} s | ${v.name} | ${v.inside.toFixed(2)} s (${r(v.inside)}×) | ${v.process.toFixed(2)} s (${r(v.process)}×) | ${(v.rssKiB / 1024).toFixed(1)} MiB |`,
+      );
+    }
   }
   log();
-  for (const { sizeMiB, best, rssKiB } of rows) {
-    const inside = best.curl / best.inside;
-    const proc = best.curl / best.process;
-    const sha = best.curlSha / best.inside;
+  for (const { sizeMiB, best, sdks } of rows) {
+    const v = sdks[0];
+    const inside = best.curl / v.inside;
+    const proc = best.curl / v.process;
+    const sha = best.curlSha / v.inside;
+    const rssMiB = v.rssKiB / 1024;
     log(
       `${mark(inside >= GOALS.inside)} ${sizeMiB} MiB: inside downloadRelease / curl -o   ${inside.toFixed(2)}x (goal >= ${GOALS.inside.toFixed(2)}x)`,
     );
@@ -248,7 +279,7 @@ try {
       `${mark(sha >= GOALS.sha)} ${sizeMiB} MiB: inside / (curl + sha256sum)       ${sha.toFixed(2)}x (goal >= ${GOALS.sha.toFixed(2)}x)`,
     );
     log(
-      `${mark(rssKiB / 1024 <= GOALS.rssMiB)} ${sizeMiB} MiB: SDK peak RSS                     ${(rssKiB / 1024).toFixed(1)} MiB (goal <= ${GOALS.rssMiB} MiB)`,
+      `${mark(rssMiB <= GOALS.rssMiB)} ${sizeMiB} MiB: SDK peak RSS                     ${rssMiB.toFixed(1)} MiB (goal <= ${GOALS.rssMiB} MiB)`,
     );
   }
   if (resume) {

@@ -94,7 +94,7 @@ export class ParallelPhase {
     private readonly host: SegmentHost,
     private readonly attempts: Attempts,
     private readonly connections: number,
-    segmentBytes: number,
+    private readonly segmentBytes: number,
   ) {
     for (let start = host.offset; start < host.size; start += segmentBytes) {
       let consumed!: () => void;
@@ -117,8 +117,10 @@ export class ParallelPhase {
   /** Runs the phase to the end of the file or to its first fallback or failure; never throws. */
   async run(): Promise<ParallelOutcome> {
     const lanes = Math.min(this.connections, this.segments.length);
-    const size = Math.max(...this.segments.map((s) => s.end - s.start));
-    await Promise.all(Array.from({ length: lanes }, () => this.lane(Buffer.allocUnsafeSlow(size))));
+    // one phase runs at a time: the buffers of the last one are free, and reused
+    const buffers = this.host.session.segmentBuffers;
+    while (buffers.length < lanes) buffers.push(Buffer.allocUnsafeSlow(this.segmentBytes));
+    await Promise.all(buffers.slice(0, lanes).map((buffer) => this.lane(buffer)));
     // what came in order goes to the writer; the rest is dropped
     this.pump();
     for (;;) {

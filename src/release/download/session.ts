@@ -22,6 +22,8 @@ export class DownloadSession {
   fetched = 0;
   /** True while a file is fetched on several connections: one file at a time, for the memory bound. */
   parallelBusy = false;
+  /** The segment buffers of the file on several connections, kept for the next such file. */
+  readonly segmentBuffers: Buffer[] = [];
 
   constructor(
     readonly source: ReleaseSource,
