@@ -73,6 +73,8 @@ export function tunnelConnector(
         socket.off("close", onClose);
         socket.off("secureConnect", onSecure);
         if (error === undefined) {
+          // the tunnel's socket goes with the TLS connection over it
+          socket.once("close", () => raw.destroy());
           socket.on("data", (chunk: Buffer) => {
             if ((onread.callback as (n: number, b: Uint8Array) => boolean)(chunk.length, chunk) === false)
               socket.pause();
@@ -127,6 +129,8 @@ function openTunnel(
       socket.off("close", onClose);
       socket.off("connect", onConnect);
       if (error === undefined) {
+        // from here the TLS socket over it reports the connection's failures (and its close)
+        socket.on("error", () => {});
         socket.pause();
         resolve(socket);
       } else {

@@ -18,7 +18,7 @@ import { downloadFile } from "./file-download.js";
 import { fetchManifest } from "./manifest-fetch.js";
 import {
   DEFAULT_CONCURRENCY,
-  DEFAULT_MIRROR_CONNECTIONS,
+  DEFAULT_CONNECTIONS,
   DEFAULT_RETRY,
   MAX_CONCURRENCY,
   MAX_CONNECTIONS,
@@ -59,7 +59,7 @@ export async function downloadReleaseFrom(options: DownloadReleaseOptions): Prom
   const hooks = (options as unknown as Record<symbol, ReleaseTestHooks | undefined>)[RELEASE_TEST_HOOKS] ?? {};
   const retry = { ...DEFAULT_RETRY, ...definedOnly(options.retry) };
   const minSpeed = { ...DEFAULT_MIN_SPEED, ...definedOnly(options.minSpeed) };
-  const connections = options.connections ?? (owned ? DEFAULT_MIRROR_CONNECTIONS : 1);
+  const connections = options.connections ?? DEFAULT_CONNECTIONS;
   const session = new DownloadSession(source, signal, retry, minSpeed, hooks, {
     connections,
     segmentBytes: hooks.segmentBytes ?? SEGMENT_BYTES,

@@ -57,11 +57,12 @@ export interface DownloadReleaseOptions {
   concurrency?: number;
   /**
    * Connections one large file is fetched on at once, 1 to 8, each asking for a closed range
-   * of it (16 MiB segments, hashed in file order), as aria2c's `-x`. Used for the rest of a
-   * file of at least two segments, one file at a time, when its first answer carried a strong
-   * ETag (sent as `If-Range` with every range). Default 2 from a mirror made from
-   * `upgrade.source`, 1 from a `source` given here (the founder serves a few requests at once
-   * per registration).
+   * of it (16 MiB segments, hashed in file order), as aria2c's `-x`: for a far mirror, where
+   * one TCP stream is held back by the round trip, not by the CPU. Used for the rest of a file
+   * of at least two segments, one file at a time, once an answer of it carried a strong ETag
+   * (sent as `If-Range` with every range). Default 1: on a near mirror the download is bound by
+   * the CPU at both ends, which more connections only share, while each adds 16 MiB of memory
+   * (see the README's measurements).
    */
   connections?: number;
   /** Aborts everything; the abort is re-thrown as is, the `.partial` files stay for a later run. */
@@ -133,12 +134,8 @@ export interface ReleaseTestHooks {
  */
 export const SEGMENT_BYTES = 16 * 1024 * 1024;
 
-/**
- * Connections per large file from a mirror, by default: two keep the mirror and the joiner
- * busy while the other waits (TLS on one, the hash or the disk on the other). More split the
- * same link and grow the memory.
- */
-export const DEFAULT_MIRROR_CONNECTIONS = 2;
+/** Connections per large file by default: one (see {@link DownloadReleaseOptions.connections}). */
+export const DEFAULT_CONNECTIONS = 1;
 
 /** Most connections per file: a mirror serves many joiners; more only split the same link. */
 export const MAX_CONNECTIONS = 8;
