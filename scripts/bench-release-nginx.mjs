@@ -4,7 +4,8 @@
 // No root needed: the port is unprivileged and every path nginx writes is in a temp directory.
 //
 // Usage: `const mirror = await startNginx({ root, work }); … await mirror.stop();`
-// → { url: "https://127.0.0.1:PORT/release", caPath, stop() }
+// → { url: "https://127.0.0.1:PORT/release", caPath, stop() }. Also tinyproxy, for a run
+// through a proxy: `startTinyproxy({ work, port })`.
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -136,6 +137,47 @@ http {
     caPath,
     async stop() {
       if (child.exitCode === null) child.kill("SIGQUIT");
+      await exited;
+    },
+  };
+}
+
+/**
+ * Debian's tinyproxy in the foreground on a free loopback port, allowing CONNECT to `port`
+ * only, its config and log in `work/tinyproxy`. → { url, stop() }
+ */
+export async function startTinyproxy({ work, port }) {
+  const tinyproxy = "/usr/bin/tinyproxy";
+  if (!existsSync(tinyproxy))
+    throw new Error("tinyproxy is missing: install it with `sudo apt-get install -y tinyproxy`");
+  const dir = join(work, "tinyproxy");
+  mkdirSync(dir, { recursive: true });
+  const listen = await freePort();
+  const log = join(dir, "tinyproxy.log");
+  const conf = join(dir, "tinyproxy.conf");
+  writeFileSync(
+    conf,
+    [
+      `Port ${listen}`,
+      "Listen 127.0.0.1",
+      "Allow 127.0.0.1",
+      `ConnectPort ${port}`,
+      `LogFile "${log}"`,
+      "LogLevel Info",
+      "MaxClients 64",
+      "",
+    ].join("\n"),
+  );
+  const child = spawn(tinyproxy, ["-d", "-c", conf], { stdio: "ignore" });
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  for (let i = 0; !(existsSync(log) && readFileSync(log, "utf8").includes("Accepting connections")); i++) {
+    if (child.exitCode !== null || i > 100) throw new Error("tinyproxy did not start");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    url: `http://127.0.0.1:${listen}`,
+    async stop() {
+      if (child.exitCode === null) child.kill("SIGTERM");
       await exited;
     },
   };

@@ -14,7 +14,8 @@
 // Env: BENCH_SIZES_MIB (default "512,1024"), BENCH_RUNS (default 3), BENCH_DIR (default
 // os.tmpdir()), BENCH_CONNECTIONS (passed as `connections` when set), BENCH_BEFORE_PROJECT
 // (another build's packed project, run interleaved as "SDK before"), BENCH_COMPARE_CONNECTIONS
-// (e.g. "1,3": this build again with that many connections per file, interleaved).
+// (e.g. "1,3": this build again with that many connections per file, interleaved), BENCH_PROXY
+// (=1: this build again through tinyproxy, Debian's, with HTTPS_PROXY, interleaved).
 // Run with: npm run bench:release
 import { spawn, spawnSync } from "node:child_process";
 import { randomFillSync } from "node:crypto";
@@ -34,7 +35,7 @@ import { createRequire } from "node:module";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { ensureNginx, startNginx } from "./bench-release-nginx.mjs";
+import { ensureNginx, startNginx, startTinyproxy } from "./bench-release-nginx.mjs";
 import { packedProject } from "./packed-project.mjs";
 
 const MiB = 1024 * 1024;
@@ -89,11 +90,27 @@ process.stdout.write(JSON.stringify({
 }) + "\\n");
 `;
 
-function sdk(project, config, onLine) {
+// Loopback only: no proxy the environment names (curl and the SDK both read them), but in the
+// run through tinyproxy.
+for (const name of [
+  "https_proxy",
+  "HTTPS_PROXY",
+  "http_proxy",
+  "HTTP_PROXY",
+  "no_proxy",
+  "NO_PROXY",
+  "all_proxy",
+  "ALL_PROXY",
+])
+  delete process.env[name];
+
+function sdk(project, config, onLine, proxy) {
   return new Promise((done, fail) => {
     const started = performance.now();
+    const env = proxy ? { ...process.env, HTTPS_PROXY: proxy } : process.env;
     const child = spawn(process.execPath, [join(project, "bench-release-run.mjs"), JSON.stringify(config)], {
       cwd: project,
+      env,
       stdio: ["ignore", "pipe", "inherit"],
     });
     let buffered = "";
@@ -126,10 +143,12 @@ function makeFile(at, size) {
 }
 
 let mirror;
+let proxy;
 // Ctrl-C or a kill: nginx and the temp directory go with the benchmark
 for (const signal of ["SIGINT", "SIGTERM"]) {
   process.once(signal, async () => {
     await mirror?.stop();
+    await proxy?.stop();
     rmSync(work, { recursive: true, force: true });
     process.exit(130);
   });
@@ -142,6 +161,8 @@ try {
   // BENCH_BEFORE_PROJECT: a fresh project with another build of the package installed (made by
   // `node scripts/packed-project.mjs` in a checkout of it), run interleaved with this one
   const variants = [{ name: "SDK", project }];
+  // BENCH_PROXY=1: this build again through tinyproxy (HTTPS_PROXY), its CONNECT tunnel to nginx
+  if (process.env.BENCH_PROXY) variants.push({ name: "SDK through tinyproxy", project, proxy: true });
   // BENCH_COMPARE_CONNECTIONS: e.g. "1,3": this build again with that many connections per file
   for (const n of (process.env.BENCH_COMPARE_CONNECTIONS ?? "").split(",").filter(Boolean))
     variants.push({ name: `SDK connections ${n}`, project, connections: Number(n) });
@@ -166,7 +187,9 @@ try {
     makeFile(join(releaseDir, path), size);
     await signReleaseDirectory(releaseDir, { release: "bench", keys: [key.privateKeyPem] });
     await mirror?.stop();
+    await proxy?.stop();
     mirror = await startNginx({ root: releaseDir, work, nginx });
+    if (process.env.BENCH_PROXY) proxy = await startTinyproxy({ work, port: Number(new URL(mirror.url).port) });
     const fileUrl = `${mirror.url}/${path}`;
     const out = join(work, "curl.out");
     const config = (destDir, progress = false) => ({
@@ -205,10 +228,12 @@ try {
       for (const variant of sdks) {
         const dest = join(work, `sdk-${run}`);
         settle();
-        const { code, result, wall } = await sdk(variant.project, {
-          ...config(dest),
-          ...(variant.connections ? { connections: variant.connections } : {}),
-        });
+        const { code, result, wall } = await sdk(
+          variant.project,
+          { ...config(dest), ...(variant.connections ? { connections: variant.connections } : {}) },
+          undefined,
+          variant.proxy ? proxy.url : undefined,
+        );
         if (code !== 0 || !result) throw new Error(`the ${variant.name} run failed (exit ${code})`);
         variant.inside = Math.min(variant.inside, result.seconds);
         variant.process = Math.min(variant.process, wall);
@@ -290,5 +315,6 @@ try {
   }
 } finally {
   await mirror?.stop();
+  await proxy?.stop();
   rmSync(work, { recursive: true, force: true });
 }
