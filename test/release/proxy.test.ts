@@ -11,6 +11,7 @@ import { inspect } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ReleaseDownloadError } from "../../src/errors/release.js";
 import { verifyReleaseDirectory } from "../../src/release/index.js";
+import { RELEASE_TEST_HOOKS } from "../../src/release/download/index.js";
 import { startMirroredRelease, type MirroredRelease } from "./helpers/mirrored-release.js";
 import { download, failure } from "./helpers/run.js";
 import { freePort, startTinyproxy, tinyproxyRunnable, type Tinyproxy } from "./helpers/tinyproxy.js";
@@ -89,6 +90,23 @@ describe.skipIf(!tinyproxyRunnable)("downloads through an HTTP proxy (tinyproxy)
     );
     await withProxyEnv({ http_proxy: open.url }, async () => download(env.fx, env.mirror, await env.dest()));
     expect((await open.connects()).length - before).toBe(6);
+  });
+
+  it("a file on several connections goes through the proxy too, a tunnel per range", async () => {
+    const before = (await open.connects()).length;
+    const dir = await env.dest();
+    env.mirror.log.length = 0;
+    await withProxyEnv({ HTTPS_PROXY: open.url }, () =>
+      download(env.fx, env.mirror, dir, {
+        connections: 3,
+        [RELEASE_TEST_HOOKS]: { segmentBytes: 128 * 1024 },
+      } as never),
+    );
+    await expectRelease(dir);
+    const ranged = env.mirror.log.filter((e) => e.path === TARGET && /^bytes=\d+-\d+$/.test(e.range ?? ""));
+    expect(ranged.length).toBeGreaterThan(3);
+    // every request, each range included, came through a tunnel
+    expect((await open.connects()).length - before).toBe(env.mirror.log.length);
   });
 
   it("NO_PROXY bypasses the proxy for a matching mirror: the proxy's log shows nothing", async () => {
