@@ -11,8 +11,8 @@
 // interleaved, best of BENCH_RUNS in one run, at each size; then a SIGKILL at half way and a
 // resume at the largest size. Prints the figures and the ratios against the goals.
 //
-// Env: BENCH_SIZES_MIB (default "512,1024"), BENCH_RUNS (default 3), BENCH_DIR (default
-// os.tmpdir()), BENCH_CONNECTIONS (passed as `connections` when set), BENCH_BEFORE_PROJECT
+// Env: BENCH_SIZES_MIB (default "512,1024"; BENCH_SIZE_MIB for one), BENCH_RUNS (default 3),
+// BENCH_DIR (default os.tmpdir()), BENCH_MEM (=1: the SDK's memory peaks, on stderr), BENCH_CONNECTIONS (passed as `connections` when set), BENCH_BEFORE_PROJECT
 // (another build's packed project, run interleaved as "SDK before"), BENCH_COMPARE_CONNECTIONS
 // (e.g. "1,3": this build again with that many connections per file, interleaved), BENCH_PROXY
 // (=1: this build again through tinyproxy, Debian's, with HTTPS_PROXY, interleaved).
@@ -39,7 +39,8 @@ import { ensureNginx, startNginx, startTinyproxy } from "./bench-release-nginx.m
 import { packedProject } from "./packed-project.mjs";
 
 const MiB = 1024 * 1024;
-const sizes = (process.env.BENCH_SIZES_MIB ?? "512,1024").split(",").map(Number);
+// BENCH_SIZE_MIB, one size, is the older spelling
+const sizes = (process.env.BENCH_SIZES_MIB ?? process.env.BENCH_SIZE_MIB ?? "512,1024").split(",").map(Number);
 const runs = Number(process.env.BENCH_RUNS ?? 3);
 const work = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), "stratum-bench-release-"));
 // nginx's workers may run as another user: they read the release below this directory
@@ -70,6 +71,13 @@ const config = JSON.parse(process.argv[2]);
 const { readFileSync } = await import("node:fs");
 const { downloadRelease } = await import("@stratum/join/node");
 const imported = performance.now();
+// BENCH_MEM=1: where the peak RSS goes (V8 heap, Buffers outside it), on stderr
+const peak = { rss: 0, heapTotal: 0, heapUsed: 0, external: 0, arrayBuffers: 0 };
+const sampler = process.env.BENCH_MEM
+  ? setInterval(() => {
+      for (const [key, value] of Object.entries(process.memoryUsage())) if (key in peak) peak[key] = Math.max(peak[key], value);
+    }, 50)
+  : undefined;
 const started = performance.now();
 const result = await downloadRelease({
   upgrade: { to: config.release, source: config.url },
@@ -80,6 +88,10 @@ const result = await downloadRelease({
   ...(config.progress ? { onProgress: (p) => process.stdout.write("progress " + p.bytesDone + "\\n") } : {}),
 });
 const seconds = (performance.now() - started) / 1000;
+if (sampler) {
+  clearInterval(sampler);
+  process.stderr.write("memory peaks: " + Object.entries(peak).map(([k, v]) => k + " " + (v / 1048576).toFixed(0) + " MiB").join(", ") + "\n");
+}
 const usage = process.resourceUsage();
 process.stdout.write(JSON.stringify({
   seconds,
