@@ -117,6 +117,8 @@ export async function downloadUpgrade(
     trustedKeys: readonly string[];
     threshold?: number;
     mirrorCa?: string;
+    /** `--proxy`: the HTTP proxy to reach a mirror through (never the founder). */
+    proxy?: string;
     session?: JoinSession;
     identity?: MachineIdentity;
   },
@@ -149,7 +151,14 @@ export async function downloadUpgrade(
       destDir: options.destDir,
       trustedKeys: options.trustedKeys,
       ...(options.threshold !== undefined ? { threshold: options.threshold } : {}),
-      ...(options.mirrorCa !== undefined ? { mirror: { ca: options.mirrorCa } } : {}),
+      ...(options.mirrorCa !== undefined || options.proxy !== undefined
+        ? {
+            mirror: {
+              ...(options.mirrorCa !== undefined ? { ca: options.mirrorCa } : {}),
+              ...(options.proxy !== undefined ? { proxy: options.proxy } : {}),
+            },
+          }
+        : {}),
       ...(options.session ? { session: options.session } : {}),
       ...(options.identity ? { identity: options.identity } : {}),
       signal: ctx.signal,

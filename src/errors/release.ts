@@ -56,13 +56,16 @@ export class ReleaseVerificationError extends StratumError {
  *   for or with another total, a Content-Length that disagrees, a Content-Encoding other than
  *   identity, a 416 naming another size).
  * - `tls`: the source's certificate was refused; not retried.
+ * - `proxy`: the HTTP proxy on the way to the mirror refused the tunnel (`status` is its
+ *   answer: 407 credentials refused or missing, 403 a policy; not retried) or kept failing it
+ *   (5xx, unreachable, reset: retried first, as any broken connection).
  * - `unsafe-staging`: a symlink, hard link or non-regular file where the downloader writes;
  *   nothing is followed or deleted.
  * - `disk-full`: ENOSPC/EDQUOT while writing; the `.partial` keeps what was written.
  * - `local-io`: any other local file error.
  */
 export type ReleaseDownloadFailure =
-  "exhausted" | "refused" | "bad-response" | "tls" | "unsafe-staging" | "disk-full" | "local-io";
+  "exhausted" | "refused" | "bad-response" | "tls" | "proxy" | "unsafe-staging" | "disk-full" | "local-io";
 
 /**
  * A download failed for a reason other than verification. Code `RELEASE_DOWNLOAD_FAILED`;

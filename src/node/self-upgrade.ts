@@ -10,7 +10,6 @@ import {
   type DownloadReleaseOptions,
 } from "../release/download/index.js";
 import { ReleaseArgumentError } from "../errors/index.js";
-import { founderReleaseSource } from "./founder-source.js";
 import type { MachineIdentity } from "./identity.js";
 import type { JoinSession } from "./join-session.js";
 
@@ -39,5 +38,8 @@ export async function downloadRelease(options: JoinerDownloadReleaseOptions): Pr
       "the founder serves this release: pass the join session and the machine identity the registration is pinned to",
     );
   }
+  // loaded only for a served release: the founder's connection pulls undici and the session's
+  // checks, which a download from a mirror does not need at startup
+  const { founderReleaseSource } = await import("./founder-source.js");
   return downloadFromSource({ ...rest, source: founderReleaseSource(session, identity) });
 }

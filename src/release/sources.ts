@@ -4,18 +4,25 @@
  * same way; every rule about what an answer may be lives in the downloader, not here.
  * @module
  */
-import { isIP } from "node:net";
-import * as tls from "node:tls";
+import type { Socket } from "node:net";
 import type { Dispatcher } from "undici";
 import { ReleaseArgumentError } from "../errors/index.js";
-import { http1Get, type Http1Connector } from "./http1/index.js";
+import { tlsConnector } from "./connect.js";
+import { http1Get } from "./http1/index.js";
+import { chooseProxy } from "./proxy.js";
+import { tunnelConnector } from "./tunnel.js";
 
-/** One request of the downloader: a whole file, or its tail from `range.start`. */
+/** One request of the downloader: a whole file, its tail from `range.start`, or the bytes from `range.start` to `range.end`. */
 export interface ReleaseFetchRequest {
-  /** Ask for the bytes from `start` to the end (`Range: bytes=START-`). Absent: the whole file. */
+  /** Ask for the bytes from `start` to `end` or to the end (`Range: bytes=START-[END]`). Absent: the whole file. */
   range?: {
     /** The first byte wanted, counted from 0. */
     start: number;
+    /**
+     * The last byte wanted, inclusive (`Range: bytes=START-END`); absent: to the end of the
+     * file. Set only by a download on several connections, which the SDK's mirror source does.
+     */
+    end?: number;
   };
   /** A strong ETag to send as `If-Range`, so a changed file comes back whole (200), not spliced. */
   ifRange?: string;
@@ -43,7 +50,7 @@ export interface ReleaseFetchResponse {
 /**
  * A place release files are fetched from, by release path (`payload/manifest.json`,
  * `os/blobs/…`). Contract: `fetch` sends one GET for that path with `Accept-Encoding: identity`,
- * `Range: bytes=START-` when `range` is given and `If-Range` when `ifRange` is; it neither
+ * `Range: bytes=START-[END]` when `range` is given and `If-Range` when `ifRange` is; it neither
  * retries, decompresses nor follows redirects; it resolves with the answer as soon as the
  * headers are in and rejects only when no answer came (refused, reset, TLS, abort: the
  * abort re-thrown as is). The downloader applies every rule to what comes back.
@@ -64,6 +71,8 @@ export interface ReleaseSource {
 const DEFAULT_HIGH_WATER_MARK = 4 << 20;
 /** Default headers and body timeouts: a minute, undici's own, and the HTTP/1.1 reader's. */
 const DEFAULT_TIMEOUT_MS = 60_000;
+export { tlsConnector };
+
 /** The port of an `https:` URL that names none. */
 const HTTPS_PORT = 443;
 
@@ -121,11 +130,21 @@ export interface MirrorSourceOptions extends Omit<DispatcherSourceOptions, "orig
   /** CA certificate(s), PEM, to trust instead of the system's (a test CA, a private mirror). */
   ca?: string | string[];
   /**
-   * An undici dispatcher to send the requests through instead (a proxy, a custom Agent); then
-   * `ca` is the dispatcher's business, `close()` leaves it open, and bodies are copied out of
-   * undici's buffers (slower: see the README's measurements).
+   * An undici dispatcher to send the requests through instead (a custom Agent); then `ca` and
+   * `proxy` are the dispatcher's business, `close()` leaves it open, and bodies are copied out
+   * of undici's buffers (slower: see the README's measurements).
    */
   dispatcher?: Dispatcher;
+  /**
+   * The HTTP proxy to reach the mirror through, `http://[user:password@]host[:port]` (port
+   * 1080 when none is given, as curl): every request goes through a `CONNECT` tunnel to the
+   * mirror, with TLS to the mirror end to end inside it, and the userinfo becomes
+   * `Proxy-Authorization: Basic` (never shown in a message). `false`: never a proxy, whatever
+   * the environment says. Default: the proxy the environment names (`https_proxy`,
+   * `HTTPS_PROXY`, then `http_proxy`, `HTTP_PROXY`) unless `no_proxy`/`NO_PROXY` exempts the
+   * mirror; a proxy given here is used for every request, `NO_PROXY` not consulted.
+   */
+  proxy?: string | false;
 }
 
 /**
@@ -135,7 +154,8 @@ export interface MirrorSourceOptions extends Omit<DispatcherSourceOptions, "orig
  *
  * Each request gets a TLS connection of its own (TLS 1.2 or 1.3, the certificate checked
  * against `ca` or the system's roots and the URL's host), and its body is decrypted straight
- * into the downloader's write buffers. `close()` closes the connections still open.
+ * into the downloader's write buffers; through an HTTP proxy when `proxy` or the environment
+ * names one (see {@link MirrorSourceOptions.proxy}). `close()` closes the connections still open.
  */
 export function mirrorSource(baseUrl: string, options: MirrorSourceOptions = {}): ReleaseSource {
   let url: URL;
@@ -147,19 +167,28 @@ export function mirrorSource(baseUrl: string, options: MirrorSourceOptions = {})
   if (url.protocol !== "https:") throw new ReleaseArgumentError("a release mirror is reached over HTTPS");
   if (url.username || url.password) throw new ReleaseArgumentError("a release mirror URL carries no credentials");
   if (url.search || url.hash) throw new ReleaseArgumentError("a release mirror URL has no query or fragment");
-  const description = options.description ?? `mirror ${url.origin}${url.pathname.replace(/\/+$/, "")}/`;
+  if (options.dispatcher && options.proxy !== undefined)
+    throw new ReleaseArgumentError(
+      "give a mirror `dispatcher` or a `proxy`, not both: the dispatcher picks its own route",
+    );
+  const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
+  const port = url.port === "" ? HTTPS_PORT : Number(url.port);
+  const proxy = options.dispatcher ? undefined : chooseProxy(options.proxy, { host, port });
+  const description =
+    options.description ??
+    `mirror ${url.origin}${url.pathname.replace(/\/+$/, "")}/${proxy ? ` through the proxy ${proxy.display}` : ""}`;
   if (options.dispatcher) {
     const source = dispatcherSource(options.dispatcher, url.pathname, { ...options, origin: url.origin, description });
     return { describe: source.describe, fetch: source.fetch };
   }
   const base = url.pathname.replace(/\/+$/, "");
-  const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
-  const port = url.port === "" ? HTTPS_PORT : Number(url.port);
-  const live = new Set<tls.TLSSocket>();
-  const connect = tlsConnector({ host, port, ...(options.ca === undefined ? {} : { ca: options.ca }) }, (socket) => {
+  const live = new Set<Socket>();
+  const track = (socket: Socket): void => {
     live.add(socket);
     socket.once("close", () => live.delete(socket));
-  });
+  };
+  const target = { host, port, ...(options.ca === undefined ? {} : { ca: options.ca }) };
+  const connect = proxy ? tunnelConnector(target, proxy, track) : tlsConnector(target, track);
   return {
     describe: () => description,
     async fetch(path, request) {
@@ -180,53 +209,6 @@ export function mirrorSource(baseUrl: string, options: MirrorSourceOptions = {})
   };
 }
 
-/**
- * Opens a TLS connection for {@link http1Get}: the certificate checked against `ca` (or the
- * system's roots) and `host`, ALPN `http/1.1`. Resolves at the end of the handshake; rejects
- * on an error, a close during the handshake, or the signal (with its reason).
- * @internal
- */
-export function tlsConnector(
-  target: { host: string; port: number; ca?: string | string[] },
-  onSocket?: (socket: tls.TLSSocket) => void,
-): Http1Connector {
-  return (onread, signal) =>
-    new Promise<tls.TLSSocket>((resolve, reject) => {
-      if (signal.aborted) {
-        reject(signal.reason);
-        return;
-      }
-      const socket = tls.connect({
-        host: target.host,
-        port: target.port,
-        ...(isIP(target.host) === 0 ? { servername: target.host } : {}),
-        ...(target.ca === undefined ? {} : { ca: target.ca }),
-        ALPNProtocols: ["http/1.1"],
-        onread,
-      } as tls.ConnectionOptions);
-      onSocket?.(socket);
-      const settle = (error?: unknown): void => {
-        signal.removeEventListener("abort", onAbort);
-        socket.off("error", settle);
-        socket.off("close", onClose);
-        socket.off("secureConnect", onSecure);
-        if (error === undefined) resolve(socket);
-        else {
-          socket.destroy();
-          reject(error);
-        }
-      };
-      const onAbort = (): void => settle(signal.reason);
-      const onClose = (): void =>
-        settle(Object.assign(new Error("the connection closed during the TLS handshake"), { code: "ECONNRESET" }));
-      const onSecure = (): void => settle();
-      signal.addEventListener("abort", onAbort, { once: true });
-      socket.once("error", settle);
-      socket.once("close", onClose);
-      socket.once("secureConnect", onSecure);
-    });
-}
-
 /** @internal The downloader's request headers: the caller's, then Accept-Encoding, Range and If-Range, which are the downloader's. */
 export function requestHeaders(
   extra: Record<string, string> | undefined,
@@ -237,7 +219,7 @@ export function requestHeaders(
     if (!/^(accept-encoding|range|if-range|host|connection)$/i.test(name)) headers[name] = value;
   }
   headers["accept-encoding"] = "identity";
-  if (request.range) headers.range = `bytes=${request.range.start}-`;
+  if (request.range) headers.range = `bytes=${request.range.start}-${request.range.end ?? ""}`;
   if (request.ifRange) headers["if-range"] = request.ifRange;
   return headers;
 }

@@ -2,6 +2,7 @@
 // loopback (real TLS 1.3, real files in temp directories): every command, the --json shapes,
 // the exit codes, Ctrl-C, and one run of the real entry as a process.
 import { execFile } from "node:child_process";
+import { connect as netConnect, createServer as createNetServer } from "node:net";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,6 +17,7 @@ import { COMMANDS, EXIT_CODE_TABLE, exitCodeForCode, runCli } from "../../src/cl
 import { COMMON_FLAGS } from "../../src/cli/args.js";
 import { demoInventory, startHarness, type Harness } from "../node/harness.js";
 import { insertJoinRow } from "../reference-server/helpers.js";
+import { startMirroredRelease, type MirroredRelease } from "../release/helpers/mirrored-release.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -824,6 +826,104 @@ describe("self-upgrade against a reference server that serves its release", () =
         ])
       ).code,
     ).toBe(2);
+  });
+});
+
+describe("release download --proxy", () => {
+  const PASSWORD = "pr0xy-secret";
+  let env: MirroredRelease;
+  let pub: string;
+  beforeAll(async () => {
+    env = await startMirroredRelease({ "os/blobs/a": 200_000 });
+    pub = join(tmp, "proxy-release.pub");
+    writeFileSync(pub, env.fx.keys[0]!.publicKeyPem);
+    writeFileSync(join(tmp, "proxy-mirror-ca.pem"), env.mirror.caPem);
+  });
+  afterAll(async () => {
+    await env?.close();
+  });
+
+  /** A CONNECT proxy in a few lines: records each request head, refuses with `refuse` or tunnels. */
+  async function connectProxy(refuse?: number): Promise<{ url: string; heads: string[]; close(): Promise<void> }> {
+    const heads: string[] = [];
+    const server = createNetServer((client) => {
+      client.once("data", (first) => {
+        const head = first.toString("latin1");
+        heads.push(head);
+        if (refuse) {
+          client.end(`HTTP/1.1 ${refuse} Refused\r\nContent-Length: 0\r\n\r\n`);
+          return;
+        }
+        const [host, port] = /^CONNECT (\S+):(\d+) /.exec(head)!.slice(1);
+        const upstream = netConnect(Number(port), host!, () => {
+          client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+          upstream.pipe(client).on("error", () => {});
+          client.pipe(upstream).on("error", () => {});
+        });
+        upstream.on("error", () => client.destroy());
+        client.on("error", () => upstream.destroy());
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const port = (server.address() as { port: number }).port;
+    return {
+      url: `http://127.0.0.1:${port}`,
+      heads,
+      close: () => new Promise((r) => server.close(() => r())),
+    };
+  }
+
+  const args = (dest: string, proxy: string) => [
+    "release",
+    "download",
+    "--source",
+    env.mirror.url,
+    "--release",
+    env.fx.release,
+    "--dest",
+    dest,
+    "--trusted-key",
+    pub,
+    "--mirror-ca",
+    join(tmp, "proxy-mirror-ca.pem"),
+    "--proxy",
+    proxy,
+    "--json",
+  ];
+
+  it("goes through the proxy it names, with the URL's credentials as Proxy-Authorization", async () => {
+    const proxy = await connectProxy();
+    try {
+      const withCredentials = proxy.url.replace("http://", `http://joiner:${PASSWORD}@`);
+      const run = await cli(args(join(tmp, "via-proxy"), withCredentials));
+      expect(run.code, run.stdout + run.stderr).toBe(0);
+      expect(run.json.source).toContain(`through the proxy ${proxy.url}`);
+      expect(proxy.heads).toHaveLength(2);
+      for (const head of proxy.heads) {
+        expect(head).toMatch(new RegExp(`^CONNECT 127\\.0\\.0\\.1:${env.mirror.port} HTTP/1\\.1\r\n`));
+        expect(head).toContain(`Proxy-Authorization: Basic ${Buffer.from(`joiner:${PASSWORD}`).toString("base64")}`);
+      }
+      expect(run.stdout + run.stderr).not.toContain(PASSWORD);
+      expect(readFileSync(join(tmp, "via-proxy", "os", "blobs", "a")).equals(env.fx.contents.get("os/blobs/a")!)).toBe(
+        true,
+      );
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it("a proxy that refuses: exit 16, reason proxy with its status, no credentials printed", async () => {
+    const proxy = await connectProxy(407);
+    try {
+      const run = await cli(args(join(tmp, "refused"), proxy.url.replace("http://", `http://joiner:${PASSWORD}@`)));
+      expect(run.code).toBe(16);
+      expect(run.json.error).toMatchObject({ code: "RELEASE_DOWNLOAD_FAILED", reason: "proxy", status: 407 });
+      expect(run.json.error.message).toContain(proxy.url);
+      expect(run.stdout + run.stderr).not.toContain(PASSWORD);
+      expect(proxy.heads).toHaveLength(1);
+    } finally {
+      await proxy.close();
+    }
   });
 });
 

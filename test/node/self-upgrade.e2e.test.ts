@@ -3,6 +3,7 @@
 // registers again on 0.6.0 and becomes pending.
 import { X509Certificate } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
+import { createServer as createNetServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StratumApiError } from "../../src/index.js";
@@ -140,6 +141,43 @@ describe("self-upgrade from a release the founder serves", () => {
       expect((error as ReleaseVerificationError).rule).toBe("signature-threshold");
       expect(existsSync(join(dest, "os", "blobs", "rootfs.img"))).toBe(false);
     } finally {
+      await removeDir(dest);
+    }
+  });
+
+  it("never goes through the proxy the environment names: the joiner's calls and the served release reach the founder directly", async () => {
+    // a "proxy" that records every connection and answers none
+    const seen: string[] = [];
+    const proxy = createNetServer((socket) => {
+      seen.push("connection");
+      socket.destroy();
+    });
+    await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", r));
+    const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    const names = ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"] as const;
+    const saved = names.map((name) => process.env[name]);
+    for (const name of names) delete process.env[name];
+    Object.assign(process.env, { HTTPS_PROXY: proxyUrl, HTTP_PROXY: proxyUrl });
+    const dest = await tempDir("stratum-dest-");
+    try {
+      const identity = await createMachineIdentity();
+      const first = await registerMachine({ url, identity, release: "0.5.0", selfUpgrade: true });
+      const release = await downloadRelease({
+        upgrade: first.registration.upgrade!,
+        session: first.session,
+        identity,
+        destDir: dest,
+        trustedKeys: [fixture.keys[0]!.publicKeyPem],
+      });
+      expect(release.source).toContain("founder");
+      expect(release.source).not.toContain("proxy");
+      expect(seen).toEqual([]);
+    } finally {
+      names.forEach((name, i) => {
+        if (saved[i] === undefined) delete process.env[name];
+        else process.env[name] = saved[i];
+      });
+      await new Promise((r) => proxy.close(r));
       await removeDir(dest);
     }
   });

@@ -197,6 +197,12 @@ export const register: CommandSpec = {
       value: "FILE",
       description: "CA certificate (PEM) of a release mirror with a private CA",
     },
+    proxy: {
+      type: "string",
+      value: "URL",
+      description:
+        "the HTTP proxy to reach a release mirror through, http://[user:password@]host[:port] (default: HTTPS_PROXY and NO_PROXY; never used for the founder)",
+    },
     inventory: {
       type: "string",
       value: "FILE",
@@ -282,6 +288,7 @@ export const register: CommandSpec = {
         trustedKeys,
         ...(threshold !== undefined ? { threshold } : {}),
         ...(mirrorCa !== undefined ? { mirrorCa } : {}),
+        ...(stringFlag(args, "proxy", command) !== undefined ? { proxy: stringFlag(args, "proxy", command)! } : {}),
         session: result.session,
         identity,
       });

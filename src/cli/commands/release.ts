@@ -195,6 +195,12 @@ export const releaseDownload: CommandSpec = {
     },
     threshold: { type: "string", value: "N", description: "distinct trusted keys that must have signed (default 1)" },
     "mirror-ca": { type: "string", value: "FILE", description: "CA certificate (PEM) of a mirror with a private CA" },
+    proxy: {
+      type: "string",
+      value: "URL",
+      description:
+        "the HTTP proxy to reach a release mirror through, http://[user:password@]host[:port] (default: HTTPS_PROXY and NO_PROXY; never used for the founder)",
+    },
   },
   examples: [
     {
@@ -219,8 +225,10 @@ export const releaseDownload: CommandSpec = {
     const threshold = numberFlag(args, "threshold", command);
     const mirrorCaFile = stringFlag(args, "mirror-ca", command);
     const mirrorCa = mirrorCaFile === undefined ? undefined : await readTextFile(mirrorCaFile, "mirror CA");
+    const proxy = stringFlag(args, "proxy", command);
     const common = {
       trustedKeys,
+      ...(proxy !== undefined ? { proxy } : {}),
       ...(threshold !== undefined ? { threshold } : {}),
       ...(mirrorCa !== undefined ? { mirrorCa } : {}),
     };

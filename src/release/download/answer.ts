@@ -27,6 +27,11 @@ const RETRYABLE_STATUS = new Set([408, 425, 429, 500, 502, 503, 504]);
  */
 const ERROR_BODY_CAP = 64 * 1024;
 
+/** Whether a status is worth asking again for (see RETRYABLE_STATUS). */
+export function isRetryableStatus(status: number): boolean {
+  return RETRYABLE_STATUS.has(status);
+}
+
 /** A header's value, repeated fields joined as HTTP joins them. */
 export function header(response: ReleaseFetchResponse, name: string): string | undefined {
   const value = response.headers[name];

@@ -8,6 +8,7 @@ import { retryDelay, sleep, throwIfAborted } from "../../core/retry.js";
 import { ReleaseDownloadError, StratumApiError } from "../../errors/index.js";
 import { errorCode } from "../../fs/durable.js";
 import type { ReleaseFetchRequest, ReleaseFetchResponse } from "../sources.js";
+import { ProxyTunnelError } from "../tunnel.js";
 import type { DownloadSession, RequestScope } from "./session.js";
 
 /** The attempts at one release path. */
@@ -69,6 +70,9 @@ export class Attempts {
     const { retry } = this.session;
     this.failures += 1;
     if (this.failures > retry.attempts) {
+      // the proxy kept failing the tunnel: name it, not the mirror
+      const tunnel = (cause as { cause?: unknown } | undefined)?.cause;
+      if (tunnel instanceof ProxyTunnelError) throw this.session.proxyFailure(tunnel, this.path, this.requests);
       throw new ReleaseDownloadError(
         "exhausted",
         `${this.path} from ${this.session.describe()}: gave up after ${this.failures} failed attempts in a row (${describeCause(cause, status)})`,

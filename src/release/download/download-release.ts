@@ -18,8 +18,11 @@ import { downloadFile } from "./file-download.js";
 import { fetchManifest } from "./manifest-fetch.js";
 import {
   DEFAULT_CONCURRENCY,
+  DEFAULT_CONNECTIONS,
   DEFAULT_RETRY,
   MAX_CONCURRENCY,
+  MAX_CONNECTIONS,
+  SEGMENT_BYTES,
   RELEASE_TEST_HOOKS,
   type DownloadedRelease,
   type DownloadedReleaseFile,
@@ -56,7 +59,11 @@ export async function downloadReleaseFrom(options: DownloadReleaseOptions): Prom
   const hooks = (options as unknown as Record<symbol, ReleaseTestHooks | undefined>)[RELEASE_TEST_HOOKS] ?? {};
   const retry = { ...DEFAULT_RETRY, ...definedOnly(options.retry) };
   const minSpeed = { ...DEFAULT_MIN_SPEED, ...definedOnly(options.minSpeed) };
-  const session = new DownloadSession(source, signal, retry, minSpeed, hooks);
+  const connections = options.connections ?? DEFAULT_CONNECTIONS;
+  const session = new DownloadSession(source, signal, retry, minSpeed, hooks, {
+    connections,
+    segmentBytes: hooks.segmentBytes ?? SEGMENT_BYTES,
+  });
   try {
     await mkdir(destDir, { recursive: true }).catch((error: unknown) => {
       throw localError(error, undefined);
@@ -98,6 +105,9 @@ function checkOptions(options: DownloadReleaseOptions): number {
   const concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > MAX_CONCURRENCY)
     throw new ReleaseArgumentError(`concurrency is a whole number from 1 to ${MAX_CONCURRENCY}`);
+  const connections = options.connections;
+  if (connections !== undefined && (!Number.isInteger(connections) || connections < 1 || connections > MAX_CONNECTIONS))
+    throw new ReleaseArgumentError(`connections is a whole number from 1 to ${MAX_CONNECTIONS}`);
   if (!options.upgrade || typeof options.upgrade.to !== "string" || options.upgrade.to === "") {
     throw new ReleaseArgumentError("upgrade.to names the release to download");
   }

@@ -25,6 +25,7 @@ import { Attempts } from "./attempts.js";
 import { copyInto, discard, forEachChunk } from "./body.js";
 import type { FileTrack } from "./progress.js";
 import type { DownloadSession, RequestScope } from "./session.js";
+import { ParallelPhase, worthParallel, type ParallelOutcome, type SegmentHost } from "./segments.js";
 import { localError, localOrAbort } from "./staging.js";
 import { flushOrThrow, isWriteError, type Writer } from "./writer.js";
 
@@ -43,6 +44,10 @@ export class FileTransfer {
   /** A strong ETag of the answer the bytes in hand came from; sent as If-Range. */
   private etag: string | undefined;
   private restartedOnMismatch = false;
+  /** A first answer was asked for one segment only, to learn whether the rest can go on several connections. */
+  private probed = false;
+  /** The file stays on one connection (a parallel phase fell back, or the source cannot do it). */
+  private parallelOff = false;
 
   constructor(
     private readonly session: DownloadSession,
@@ -62,7 +67,10 @@ export class FileTransfer {
     await this.resume();
     const attempts = new Attempts(this.session, this.file.path, this.offset);
     for (;;) {
-      while (this.offset < this.file.size) await this.exchange(attempts);
+      while (this.offset < this.file.size) {
+        if (this.parallelReady()) await this.parallel(attempts);
+        else await this.exchange(attempts);
+      }
       await flushOrThrow(this.writer, this.file.path);
       if ((await this.writer.digest()) === this.file.sha256) return this.fetched;
       if (this.answersInHand > 1 && !this.restartedOnMismatch) {
@@ -93,28 +101,110 @@ export class FileTransfer {
     }
   }
 
+  /** Whether the rest of the file goes on several connections now. */
+  private parallelReady(): boolean {
+    const { connections, segmentBytes } = this.session.parallel;
+    return (
+      !this.parallelOff &&
+      !this.session.parallelBusy &&
+      this.etag !== undefined &&
+      worthParallel(this.file.size - this.offset, connections, segmentBytes)
+    );
+  }
+
+  /** The rest of the file on several connections, as far as it goes; see {@link ParallelPhase}. */
+  private async parallel(attempts: Attempts): Promise<void> {
+    const { session, file, writer } = this;
+    this.track.state = "downloading";
+    session.parallelBusy = true;
+    let outcome: ParallelOutcome;
+    try {
+      outcome = await new ParallelPhase(
+        this.segmentHost(),
+        attempts,
+        session.parallel.connections,
+        session.parallel.segmentBytes,
+      ).run();
+    } finally {
+      session.parallelBusy = false;
+    }
+    let fallback = outcome.fallback;
+    if (outcome.failure !== undefined)
+      fallback = session.transientOrThrow(await this.bodyFailure(outcome.failure), file.path);
+    await flushOrThrow(writer, file.path);
+    attempts.progressTo(this.offset);
+    if (fallback) {
+      this.parallelOff = true;
+      await attempts.backOffOrGiveUp(fallback);
+    }
+  }
+
+  /** What a parallel phase sees of this transfer. */
+  private segmentHost(): SegmentHost {
+    const self = this;
+    return {
+      session: this.session,
+      path: this.file.path,
+      size: this.file.size,
+      writer: this.writer,
+      track: this.track,
+      etag: this.etag!,
+      get offset() {
+        return self.offset;
+      },
+      set offset(value) {
+        self.offset = value;
+      },
+      received: (n, scope) => {
+        this.fetched += n;
+        this.session.fetched += n;
+        scope.received(n);
+      },
+      answered: () => {
+        this.answersInHand += 1;
+      },
+      overflow: (end, status) => this.overflow(end, status),
+    };
+  }
+
   /** One request and its answer; returns when the next request may go (a failure counted, or bytes in hand). */
   private async exchange(attempts: Attempts): Promise<void> {
+    const { connections, segmentBytes } = this.session.parallel;
+    // the first answer of a large file covers one segment: if it carries a strong ETag, the rest
+    // can go on several connections (a source that ignores the range sends the whole file)
+    const probe =
+      !this.probed && !this.parallelOff && worthParallel(this.file.size - this.offset, connections, segmentBytes);
+    const last = probe ? this.offset + segmentBytes - 1 : undefined;
     const answer = await attempts.fetch({
-      ...(this.offset > 0 ? { range: { start: this.offset } } : {}),
+      ...(this.offset > 0 || last !== undefined
+        ? { range: { start: this.offset, ...(last === undefined ? {} : { end: last }) } }
+        : {}),
       ...(this.offset > 0 && this.etag ? { ifRange: this.etag } : {}),
     });
     if (!answer) return;
+    this.probed ||= probe;
     try {
-      const end = await this.accept(answer.response, attempts);
+      const end = await this.accept(answer.response, attempts, probe ? this.offset + segmentBytes : undefined);
       if (end !== undefined) await this.readBody(answer.response, answer.scope, end, attempts);
     } finally {
       answer.scope.end();
     }
   }
 
-  /** The exclusive end of the bytes the answer carries; undefined when there is nothing to read (a failure counted). */
-  private async accept(response: ReleaseFetchResponse, attempts: Attempts): Promise<number | undefined> {
+  /**
+   * The exclusive end of the bytes the answer carries; undefined when there is nothing to read
+   * (a failure counted). `asked` is the exclusive end of a closed range asked for, if one was.
+   */
+  private async accept(
+    response: ReleaseFetchResponse,
+    attempts: Attempts,
+    asked: number | undefined,
+  ): Promise<number | undefined> {
     switch (response.status) {
       case 200:
         return this.acceptWhole(response);
       case 206:
-        return this.acceptPartial(response, attempts);
+        return this.acceptPartial(response, attempts, asked);
       case 416:
         await this.onRangeNotSatisfiable(response, attempts);
         return undefined;
@@ -139,7 +229,11 @@ export class FileTransfer {
   }
 
   /** A 206: exactly the tail asked for, of a file of the declared size, from the same version as the bytes in hand. */
-  private async acceptPartial(response: ReleaseFetchResponse, attempts: Attempts): Promise<number | undefined> {
+  private async acceptPartial(
+    response: ReleaseFetchResponse,
+    attempts: Attempts,
+    asked: number | undefined,
+  ): Promise<number | undefined> {
     const { file, offset } = this;
     await checkIdentityEncoding(this.session, response, file.path);
     const label = header(response, "content-range");
@@ -148,16 +242,11 @@ export class FileTransfer {
       await discard(response.body);
       throw this.session.badResponse(file.path, what, 206);
     };
-    if (offset === 0) return refuse("answered 206 to a request without Range");
-    if (
-      !range ||
-      range.start !== offset ||
-      range.total !== file.size ||
-      range.end < range.start ||
-      range.end >= range.total
-    )
+    if (offset === 0 && asked === undefined) return refuse("answered 206 to a request without Range");
+    const last = (asked ?? file.size) - 1;
+    if (!range || range.start !== offset || range.total !== file.size || range.end < range.start || range.end > last)
       return refuse(
-        `answered Content-Range ${JSON.stringify(label ?? "")} to Range bytes=${offset}- of a ${file.size}-byte file`,
+        `answered Content-Range ${JSON.stringify(label ?? "")} to Range bytes=${offset}-${asked === undefined ? "" : last} of a ${file.size}-byte file`,
       );
     const length = contentLength(response);
     if (length !== undefined && length !== range.end + 1 - range.start)
@@ -226,20 +315,11 @@ export class FileTransfer {
    * bytes past `end` (the declared size, or the Content-Range's end) are refused at once.
    */
   private sinkUpTo(end: number, status: number, scope: RequestScope): BodySink {
-    const { file, writer } = this;
+    const { writer } = this;
     return {
       space: () => writer.space(),
       filled: (n) => {
-        if (this.offset + n > end) {
-          if (end === file.size) {
-            throw new ReleaseVerificationError(
-              "size",
-              `${file.path}: the source sent more than the ${file.size} bytes the manifest declares`,
-              { path: file.path },
-            );
-          }
-          throw this.session.badResponse(file.path, `sent more than its Content-Range ${end - 1} end`, status);
-        }
+        if (this.offset + n > end) throw this.overflow(end, status);
         this.offset += n;
         this.fetched += n;
         this.session.fetched += n;
@@ -250,6 +330,19 @@ export class FileTransfer {
         return wait;
       },
     };
+  }
+
+  /** The error for a body byte past `end`: `size` past the declared size, `bad-response` past a Content-Range. */
+  private overflow(end: number, status: number): Error {
+    const { file } = this;
+    if (end === file.size) {
+      return new ReleaseVerificationError(
+        "size",
+        `${file.path}: the source sent more than the ${file.size} bytes the manifest declares`,
+        { path: file.path },
+      );
+    }
+    return this.session.badResponse(file.path, `sent more than its Content-Range ${end - 1} end`, status);
   }
 
   /** A body that failed: throws what ends the file (verification, the disk, a verdict, an abort); returns a break to retry. */

@@ -55,6 +55,16 @@ export interface DownloadReleaseOptions {
   threshold?: number;
   /** Files fetched at once, 1 to 32. Default 3 (the founder serves a few files at once per registration). */
   concurrency?: number;
+  /**
+   * Connections one large file is fetched on at once, 1 to 8, each asking for a closed range
+   * of it (16 MiB segments, hashed in file order), as aria2c's `-x`: for a far mirror, where
+   * one TCP stream is held back by the round trip, not by the CPU. Used for the rest of a file
+   * of at least two segments, one file at a time, once an answer of it carried a strong ETag
+   * (sent as `If-Range` with every range). Default 1: on a near mirror the download is bound by
+   * the CPU at both ends, which more connections only share, while each adds 16 MiB of memory
+   * (see the README's measurements).
+   */
+  connections?: number;
   /** Aborts everything; the abort is re-thrown as is, the `.partial` files stay for a later run. */
   signal?: AbortSignal;
   /** Called with progress reports. Must not throw. */
@@ -112,7 +122,23 @@ export interface ReleaseTestHooks {
   beforeWrite?(releasePath: string, position: number, length: number): void;
   /** How a file is written: with direct I/O, and hashed in the worker thread. */
   onWriter?(releasePath: string, how: { direct: boolean; hashInWorker: boolean }): void;
+  /** The segment size of a file on several connections (default {@link SEGMENT_BYTES}). */
+  segmentBytes?: number;
 }
+
+/**
+ * The segment of a file on several connections: each waits for its turn in a buffer of this
+ * size, so the memory is `connections` × 16 MiB for the one file fetched so, whatever its size;
+ * and at 16 MiB a new connection (TCP and TLS) costs a few milliseconds per segment, against
+ * the 20 ms or more the segment takes to arrive even on loopback.
+ */
+export const SEGMENT_BYTES = 16 * 1024 * 1024;
+
+/** Connections per large file by default: one (see {@link DownloadReleaseOptions.connections}). */
+export const DEFAULT_CONNECTIONS = 1;
+
+/** Most connections per file: a mirror serves many joiners; more only split the same link. */
+export const MAX_CONNECTIONS = 8;
 
 /**
  * Files fetched at once by default. The founder serves a few files at once per registration

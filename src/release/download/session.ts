@@ -9,6 +9,7 @@ import { abortReason } from "../../core/retry.js";
 import { NetworkError, ReleaseDownloadError, ReleaseVerificationError } from "../../errors/index.js";
 import { errorCode } from "../../fs/durable.js";
 import type { ReleaseSource } from "../sources.js";
+import { ProxyTunnelError } from "../tunnel.js";
 import type { ReleaseRetryOptions, ReleaseTestHooks } from "./options.js";
 import { SpeedWatch, type ReleaseMinSpeed } from "./speed.js";
 
@@ -19,6 +20,10 @@ const TLS_REFUSAL = /CERT|SELF_SIGNED|UNABLE_TO_(GET|VERIFY)|ERR_TLS_|ERR_SSL_|H
 export class DownloadSession {
   /** Bytes received from the source in this run. */
   fetched = 0;
+  /** True while a file is fetched on several connections: one file at a time, for the memory bound. */
+  parallelBusy = false;
+  /** The segment buffers of the file on several connections, kept for the next such file. */
+  readonly segmentBuffers: Buffer[] = [];
 
   constructor(
     readonly source: ReleaseSource,
@@ -27,6 +32,11 @@ export class DownloadSession {
     readonly retry: Readonly<Required<ReleaseRetryOptions>>,
     readonly minSpeed: Readonly<Required<ReleaseMinSpeed>>,
     readonly hooks: ReleaseTestHooks,
+    /** Connections per large file, and the segment size they fetch. */
+    readonly parallel: { readonly connections: number; readonly segmentBytes: number } = {
+      connections: 1,
+      segmentBytes: Number.POSITIVE_INFINITY,
+    },
   ) {}
 
   /** The source, for messages. */
@@ -36,12 +46,16 @@ export class DownloadSession {
 
   /**
    * A request or a body that failed without an answer to judge: re-throws an abort as is, a
-   * verdict already made as is, and a certificate refusal as `tls`; anything else is a
-   * transient network failure, returned to be retried.
+   * verdict already made as is, a certificate refusal as `tls` and a proxy's refusal as
+   * `proxy`; anything else is a transient network failure, returned to be retried.
    */
   transientOrThrow(error: unknown, path: string): NetworkError {
     if (this.signal.aborted) throw abortReason(this.signal);
     if (error instanceof ReleaseDownloadError || error instanceof ReleaseVerificationError) throw error;
+    if (error instanceof ProxyTunnelError) {
+      if (error.permanent) throw this.proxyFailure(error, path);
+      return new NetworkError(`fetching ${path} from ${this.describe()} failed: ${error.message}`, { cause: error });
+    }
     const code = errorCode(error) ?? "";
     if (TLS_REFUSAL.test(code)) {
       throw new ReleaseDownloadError(
@@ -51,6 +65,16 @@ export class DownloadSession {
       );
     }
     return new NetworkError(`fetching ${path} from ${this.describe()} failed (${code || "connection error"})`, {
+      cause: error,
+    });
+  }
+
+  /** The `proxy` error for a tunnel the proxy refused or kept failing; `attempts` when retries ran out. */
+  proxyFailure(error: ProxyTunnelError, path: string, attempts?: number): ReleaseDownloadError {
+    return new ReleaseDownloadError("proxy", `${path} from ${this.describe()}: ${error.message}`, {
+      path,
+      ...(error.status === undefined ? {} : { status: error.status }),
+      ...(attempts === undefined ? {} : { attempts }),
       cause: error,
     });
   }

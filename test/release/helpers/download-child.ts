@@ -1,8 +1,8 @@
 /**
  * Runs one downloadRelease in its own process, so a test can SIGKILL it mid-download.
- * argv[2]: JSON { url, ca, destDir, release, key }. Prints `progress <bytesDone>` lines, then `done`.
+ * argv[2]: JSON { url, ca, destDir, release, key, connections?, segmentBytes? }. Prints `progress <bytesDone>` lines, then `done`.
  */
-import { downloadReleaseFrom } from "../../../src/release/download/index.js";
+import { downloadReleaseFrom, RELEASE_TEST_HOOKS } from "../../../src/release/download/index.js";
 
 const config = JSON.parse(process.argv[2] ?? "{}") as {
   url: string;
@@ -10,6 +10,8 @@ const config = JSON.parse(process.argv[2] ?? "{}") as {
   destDir: string;
   release: string;
   key: string;
+  connections?: number;
+  segmentBytes?: number;
 };
 await downloadReleaseFrom({
   upgrade: { to: config.release, source: config.url },
@@ -17,5 +19,7 @@ await downloadReleaseFrom({
   destDir: config.destDir,
   trustedKeys: [config.key],
   onProgress: (p) => process.stdout.write(`progress ${p.bytesDone}\n`),
+  ...(config.connections === undefined ? {} : { connections: config.connections }),
+  ...(config.segmentBytes === undefined ? {} : { [RELEASE_TEST_HOOKS]: { segmentBytes: config.segmentBytes } }),
 });
 process.stdout.write("done\n");

@@ -19,6 +19,8 @@ export type MirrorFault =
   | { kind: "status"; status: number; retryAfter?: string; code?: string; details?: Record<string, unknown> }
   /** Ignore Range and If-Range: answer 200 with the whole file. */
   | { kind: "ignore-range" }
+  /** Honour Range's start but not its end: `bytes=A-B` answered as `bytes=A-` (truthfully labelled). */
+  | { kind: "open-range" }
   /** Honour Range but not If-Range (a 206 even when the ETag changed). */
   | { kind: "ignore-if-range" }
   /** Label a 206 with a Content-Range shifted by `by` bytes (the body is what was asked). */
@@ -200,7 +202,7 @@ export async function startMirror(options: MirrorOptions): Promise<Mirror> {
           start = Math.max(0, size - Number(match[2]));
         } else {
           start = Number(match[1]);
-          if (match[2] !== "") end = Math.min(size, Number(match[2]) + 1);
+          if (match[2] !== "" && !fault("open-range")) end = Math.min(size, Number(match[2]) + 1);
         }
         if (start >= size || start >= end) {
           entry.status = 416;
