@@ -195,8 +195,9 @@ function caPem(der: Uint8Array): string {
 }
 
 /**
- * undici, loaded by the first connection rather than with the joiner: it is about 18 MiB and a
- * few hundred ms of JavaScript that a program reading a join session never needs.
+ * undici, loaded by the first connection rather than with the joiner: about 19 MiB of memory
+ * and 0.12 s of CPU (on this project's machine) that a program reading a join session never
+ * needs.
  * @internal
  */
 export function loadUndici(): Promise<typeof Undici> {
