@@ -80,7 +80,15 @@ export interface ParsedArgs {
   positionals: string[];
 }
 
-/** A command: its words (`["admin", "mint"]`), its help, its flags, and what it does. */
+/** What a command does, given its parsed flags; resolves to the exit code (0 unless the command says otherwise). */
+export type CommandAction = (ctx: CommandContext, args: ParsedArgs) => Promise<number | void>;
+
+/**
+ * A command: its words (`["admin", "mint"]`), its help, its flags, and where what it does is.
+ * The declaration is data and imports nothing heavy, so `--help` and every other command read
+ * it for free; the action is in its own module (`src/cli/actions/`), loaded only when the
+ * command runs, with what it needs (the joiner, the downloader, the admin client).
+ */
 export interface CommandSpec {
   path: readonly string[];
   /** One line, for the command list. */
@@ -91,8 +99,8 @@ export interface CommandSpec {
   flags: Readonly<Record<string, FlagSpec>>;
   /** Shown under `Examples:` in `--help`. */
   examples?: readonly CommandExample[];
-  /** Runs the command; resolves to the exit code (0 unless the command says otherwise). */
-  run(ctx: CommandContext, args: ParsedArgs): Promise<number | void>;
+  /** Loads what the command does: a dynamic `import()` of its action module. */
+  load(): Promise<CommandAction>;
 }
 
 /** The flags every command takes. */
@@ -102,6 +110,19 @@ export const COMMON_FLAGS: Readonly<Record<string, FlagSpec>> = {
     description: 'print one JSON document on stdout (the result, or {"error":{...}}); human progress goes to stderr',
   },
   help: { type: "boolean", short: "h", description: "show this help" },
+};
+
+/** The flags that name the join listener and the code (`check`, `register`). */
+export const TARGET_FLAGS: Readonly<Record<string, FlagSpec>> = {
+  url: {
+    type: "string",
+    value: "URL",
+    env: "STRATUM_JOIN_URL",
+    description:
+      "the join URL stratum-join://HOST[:PORT]/XXXX-XXXX-XXX (secret: prefer the env var, argv is visible to other local users)",
+  },
+  endpoint: { type: "string", value: "HOST[:PORT]", description: "the join listener, instead of --url (with --code)" },
+  code: { type: "string", value: "CODE", description: "the join code, instead of --url (with --endpoint)" },
 };
 
 /** Parses `args` for `spec`; unknown flags, missing values and wrong positional counts are `USAGE` errors. */

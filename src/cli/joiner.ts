@@ -11,34 +11,13 @@ import { reportProgress } from "../node/registration.js";
 import { downloadRelease } from "../node/self-upgrade.js";
 import type { DownloadedRelease, DownloadReleaseOptions, ReleaseProgress } from "../release/download/index.js";
 import type { Registration } from "../types.js";
-import {
-  CliError,
-  listFlag,
-  stringFlag,
-  type CommandContext,
-  type CommandSpec,
-  type FlagSpec,
-  type ParsedArgs,
-} from "./args.js";
+import { CliError, listFlag, stringFlag, type CommandContext, type CommandSpec, type ParsedArgs } from "./args.js";
 import { readTextFile } from "./files.js";
 import { formatBytes } from "./output.js";
 import type { Style } from "./style.js";
 
 /** A release name safe as a directory name: it comes from the cluster and becomes `DIR/release/<version>`. */
 export { SAFE_RELEASE_NAME as SAFE_RELEASE } from "../node/machine-dir.js";
-
-/** The flags that name the join listener and the code. */
-export const TARGET_FLAGS: Readonly<Record<string, FlagSpec>> = {
-  url: {
-    type: "string",
-    value: "URL",
-    env: "STRATUM_JOIN_URL",
-    description:
-      "the join URL stratum-join://HOST[:PORT]/XXXX-XXXX-XXX (secret: prefer the env var, argv is visible to other local users)",
-  },
-  endpoint: { type: "string", value: "HOST[:PORT]", description: "the join listener, instead of --url (with --code)" },
-  code: { type: "string", value: "CODE", description: "the join code, instead of --url (with --endpoint)" },
-};
 
 /** The join target the flags name: `--url` (or `STRATUM_JOIN_URL`), or `--endpoint` with `--code`. */
 export function joinTargetOf(args: ParsedArgs, command: CommandSpec): JoinTarget {

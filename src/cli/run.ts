@@ -150,7 +150,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       io.stdout.write(commandHelp(spec, layout("stdout")));
       return EXIT_OK;
     }
-    const code = await spec.run(
+    const action = await spec.load();
+    const code = await action(
       { out, env: io.env, signal, isTTY: io.isTTY, ...(io.stdin ? { stdin: io.stdin } : {}) },
       args,
     );

@@ -8,7 +8,7 @@
 import { createPrivateKey, createPublicKey, X509Certificate as NodeX509Certificate, type KeyObject } from "node:crypto";
 import { inspect } from "node:util";
 import { IdentityError } from "../errors/index.js";
-import { normalizePem, spkiFingerprint, x509 } from "./pki.js";
+import { normalizePem, pkcs8Pem, spkiFingerprint } from "./pki.js";
 
 /**
  * A machine identity. `keyPem` is readable but deliberately hidden from `util.inspect`,
@@ -95,6 +95,8 @@ export async function createMachineIdentity(
     algorithm === "Ed25519" ? { name: "Ed25519" } : { name: "ECDSA", namedCurve: "P-256" };
   const signingAlgorithm: Algorithm | EcdsaParams =
     algorithm === "Ed25519" ? { name: "Ed25519" } : { name: "ECDSA", hash: "SHA-256" };
+  // The X.509 library is loaded here, on the first identity made, not when the joiner is imported.
+  const { x509 } = await import("./x509.js");
   const keys = (await crypto.subtle.generateKey(params, true, ["sign", "verify"])) as CryptoKeyPair;
   const commonName = (options.commonName ?? "stratum-join machine").replace(/[\\,+"<>;=#]/g, (c) => `\\${c}`);
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
@@ -110,9 +112,7 @@ export async function createMachineIdentity(
     ],
   });
   const certPem = normalizePem(cert.toString("pem"));
-  const keyPem = normalizePem(
-    x509.PemConverter.encode(await crypto.subtle.exportKey("pkcs8", keys.privateKey), "PRIVATE KEY"),
-  );
+  const keyPem = pkcs8Pem(await crypto.subtle.exportKey("pkcs8", keys.privateKey));
   return new Identity(certPem, keyPem, spkiFingerprint(certPem));
 }
 

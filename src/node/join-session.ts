@@ -5,7 +5,6 @@
  * @module
  */
 import { X509Certificate } from "node:crypto";
-import * as z from "zod/mini";
 import { formatEndpoint, parseEndpoint } from "../core/join-url.js";
 import { StratumError } from "../errors/index.js";
 import { caFingerprint } from "./pki.js";
@@ -30,16 +29,33 @@ export interface JoinSession {
   readonly release: string;
 }
 
-const JoinSessionJson = z.object({
-  version: z.literal(1),
-  endpoint: z.string(),
-  caPem: z.string(),
-  caFingerprint: z.string(),
-  joinId: z.string(),
-  keyFingerprint: z.string(),
-  pairingCode: z.string(),
-  release: z.string(),
-});
+/** The string fields of the serialised session, in their order; `version` is the literal 1. */
+const STRING_FIELDS = [
+  "endpoint",
+  "caPem",
+  "caFingerprint",
+  "joinId",
+  "keyFingerprint",
+  "pairingCode",
+  "release",
+] as const;
+
+/**
+ * The session's shape, checked by hand rather than by a schema library: `parseJoinSession` is
+ * synchronous and runs when stage 2 starts, where loading zod would cost more than the check.
+ * Unknown fields are dropped, as the SDK's schemas drop them.
+ * @returns the session, or what is wrong with it (a path and a message, never a value)
+ */
+function readShape(value: unknown): JoinSession | string {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return "(document): expected object";
+  const record = value as Record<string, unknown>;
+  if (record.version !== 1) return "version: expected 1";
+  const wrong = STRING_FIELDS.find((field) => typeof record[field] !== "string");
+  if (wrong !== undefined) return `${wrong}: expected a string`;
+  const session: Record<string, unknown> = { version: 1 };
+  for (const field of STRING_FIELDS) session[field] = record[field];
+  return session as unknown as JoinSession;
+}
 
 /** The session as one JSON document (stable field order), for a file stage 2 reads. */
 export function serializeJoinSession(session: JoinSession): string {
@@ -62,15 +78,10 @@ export function parseJoinSession(json: string | unknown): JoinSession {
       throw new StratumError("JOIN_SESSION_INVALID", "the join session is not valid JSON");
     }
   }
-  const parsed = JoinSessionJson.safeParse(value);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new StratumError(
-      "JOIN_SESSION_INVALID",
-      `the join session is malformed: ${issue ? `${issue.path.join(".") || "(document)"}: ${issue.message}` : "unknown shape"}`,
-    );
+  const session = readShape(value);
+  if (typeof session === "string") {
+    throw new StratumError("JOIN_SESSION_INVALID", `the join session is malformed: ${session}`);
   }
-  const session = parsed.data;
   const endpoint = formatEndpoint(parseEndpoint(session.endpoint), { includeDefaultPort: true });
   let der: Uint8Array;
   try {

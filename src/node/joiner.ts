@@ -8,12 +8,12 @@
  */
 import { derivePairingCode, formatPairingCode, parsePairingCode } from "../core/pairing.js";
 import { JoinProtocolError } from "../errors/index.js";
-import { CodeCheckSchema, parseResponse, RegistrationSchema } from "../schemas/index.js";
 import type { CodeCheck, Inventory, Registration } from "../types.js";
+import { parseAnswer } from "./answers.js";
 import { concealSecrets } from "./delivery.js";
 import { createThrowawayIdentity, type MachineIdentity } from "./identity.js";
 import type { JoinSession } from "./join-session.js";
-import { proveAndCall, readTarget, type JoinTarget, type ProveOptions } from "./proof.js";
+import { proveAndCall, readTarget, startLoadingProof, type JoinTarget, type ProveOptions } from "./proof.js";
 
 export { DEFAULT_JOIN_TIMEOUT_MS, type JoinTarget, type ProveOptions } from "./proof.js";
 
@@ -84,6 +84,7 @@ export interface RegisterResult {
  */
 export async function checkJoinCode(options: CheckJoinCodeOptions): Promise<CodeCheckResult> {
   const target = readTarget(options);
+  startLoadingProof();
   const identity = options.identity ?? (await createThrowawayIdentity());
   const { response, proof } = await proveAndCall(
     target,
@@ -96,7 +97,7 @@ export async function checkJoinCode(options: CheckJoinCodeOptions): Promise<Code
     }),
     options,
   );
-  const check = parseResponse(CodeCheckSchema, "POST /v1/join/code-checks", response.json);
+  const check = await parseAnswer("CodeCheckSchema", "POST /v1/join/code-checks", response.json);
   return { ...check, endpoint: target.endpoint, caPem: proof.caPem, caFingerprint: proof.caFingerprint };
 }
 
@@ -113,6 +114,7 @@ export async function checkJoinCode(options: CheckJoinCodeOptions): Promise<Code
  */
 export async function registerMachine(options: RegisterMachineOptions): Promise<RegisterResult> {
   const target = readTarget(options);
+  startLoadingProof();
   const { identity } = options;
   const { response, proof } = await proveAndCall(
     target,
@@ -128,7 +130,11 @@ export async function registerMachine(options: RegisterMachineOptions): Promise<
     }),
     options,
   );
-  const registration = parseResponse(RegistrationSchema, "POST /v1/join/registrations", response.json) as Registration;
+  const registration = (await parseAnswer(
+    "RegistrationSchema",
+    "POST /v1/join/registrations",
+    response.json,
+  )) as Registration;
   if (registration.delivery) concealSecrets(registration.delivery);
   const created = response.status === 201;
   if (created) {

@@ -15,7 +15,30 @@
  */
 
 import { createHash } from "node:crypto";
-import * as opaque from "@serenity-kit/opaque";
+import type * as Opaque from "@serenity-kit/opaque";
+
+type OpaqueLibrary = typeof Opaque;
+let library: Promise<OpaqueLibrary> | undefined;
+
+/**
+ * The OPAQUE library with its WebAssembly compiled and instantiated (about 15 MiB and 60 ms of
+ * CPU on this project's machine), loaded by the first call that proves a code, not when the
+ * joiner or the server kit is imported: `opaqueIdentifiers` and the constants here need none
+ * of it. A failed load is not kept, so a later call tries again.
+ * @internal
+ */
+export function loadOpaque(): Promise<OpaqueLibrary> {
+  library ??= import("@serenity-kit/opaque")
+    .then(async (opaque) => {
+      await opaque.ready;
+      return opaque;
+    })
+    .catch((error: unknown) => {
+      library = undefined;
+      throw error;
+    });
+  return library;
+}
 
 /** Key stretching of the protocol, on mint and on every login. @internal */
 export const KEY_STRETCHING = "memory-constrained" as const;
@@ -33,8 +56,8 @@ export function opaqueIdentifiers(caDer: Uint8Array): {
 }
 
 /** Resolves once the library's WebAssembly is loaded. The other functions await it themselves. */
-export function opaqueReady(): Promise<void> {
-  return opaque.ready;
+export async function opaqueReady(): Promise<void> {
+  await loadOpaque();
 }
 
 /** The bytes of one of the library's base64url strings. @internal */
@@ -55,7 +78,7 @@ export interface ClientLoginStart {
  * @param code the canonical join code (11 symbols, upper case, no dashes)
  */
 export async function startLogin(code: string): Promise<ClientLoginStart> {
-  await opaque.ready;
+  const opaque = await loadOpaque();
   const { clientLoginState, startLoginRequest } = opaque.client.startLogin({ password: code });
   return { state: clientLoginState, ke1: startLoginRequest };
 }
@@ -84,7 +107,7 @@ export async function finishLogin(options: {
   code: string;
   caDer: Uint8Array;
 }): Promise<ClientLoginFinish | undefined> {
-  await opaque.ready;
+  const opaque = await loadOpaque();
   let result: ReturnType<typeof opaque.client.finishLogin>;
   try {
     result = opaque.client.finishLogin({

@@ -3,68 +3,19 @@
  * makes of the listener's certificate before it pins the CA (docs/protocol.md, "Proving the
  * code"). Issuing (the CA, the listener's and the nodes' leaves) is the founder's, in
  * `src/server/ca.ts`. Fingerprints are SHA-256, upper-case hex pairs joined by colons.
+ *
+ * Everything here runs on `node:crypto`'s `X509Certificate` and `./certificate-fields.ts`, never
+ * on @peculiar/x509: that library is for issuing only (`./x509.ts`, loaded when a certificate is
+ * made), so importing the joiner or checking a certificate does not load it.
  * @module
  */
 
 import { createHash, X509Certificate as NodeX509Certificate } from "node:crypto";
-import { createRequire } from "node:module";
 import { isIP } from "node:net";
 import type * as X509 from "@peculiar/x509";
 import { StratumError } from "../errors/index.js";
 import { JoinProtocolError } from "../errors/index.js";
-
-/**
- * @peculiar/x509 pulls in tsyringe, which throws at load time unless a `Reflect.getMetadata`
- * polyfill is installed, and this package does not depend on one. tsyringe only touches the
- * Reflect metadata API while the library's classes are being decorated, i.e. during the
- * synchronous load; so a tiny metadata store is installed for that load only and removed
- * again, leaving the global `Reflect` as the application had it. The library is loaded with
- * `require` (it ships CommonJS as `main`) so the order is guaranteed, which a hoisted `import`
- * or a side-effect import (dropped under `sideEffects: false`) would not be.
- */
-function loadX509(): typeof X509 {
-  const reflect = Reflect as unknown as Record<string, unknown>;
-  const added: string[] = [];
-  if (typeof reflect.getMetadata !== "function") {
-    const store = new WeakMap<object, Map<unknown, unknown>>();
-    const own = (target: object, key: unknown): unknown => store.get(target)?.get(key);
-    const shim: Record<string, (...args: never[]) => unknown> = {
-      getOwnMetadata: (key: unknown, target: object) => own(target, key),
-      getMetadata: (key: unknown, target: object) => {
-        for (let o: object | null = target; o !== null; o = Object.getPrototypeOf(o) as object | null) {
-          const value = own(o, key);
-          if (value !== undefined) return value;
-        }
-        return undefined;
-      },
-      defineMetadata: (key: unknown, value: unknown, target: object) => {
-        let map = store.get(target);
-        if (!map) store.set(target, (map = new Map()));
-        map.set(key, value);
-      },
-    };
-    for (const [name, fn] of Object.entries(shim)) {
-      if (reflect[name] === undefined) {
-        reflect[name] = fn;
-        added.push(name);
-      }
-    }
-  }
-  try {
-    return createRequire(import.meta.url)("@peculiar/x509") as typeof X509;
-  } finally {
-    for (const name of added) delete reflect[name];
-  }
-}
-
-/**
- * The @peculiar/x509 module, loaded once with the polyfill dance above. Other Node modules of
- * the SDK use this instead of importing the package themselves (which throws without a
- * Reflect polyfill unless this module was loaded first).
- */
-export const x509: typeof X509 = loadX509();
-// Webcrypto of the running Node: the library's default provider lookup is browser-oriented.
-x509.cryptoProvider.set(globalThis.crypto);
+import { subjectAltNames, subjectPublicKeyInfo, type AltName } from "./certificate-fields.js";
 
 /** The URI SAN that marks a leaf as the join listener's. Node transport leaves never carry it. */
 export const LISTENER_ROLE_URI = "urn:stratum:join-listener";
@@ -96,29 +47,31 @@ export function caFingerprint(der: Uint8Array): string {
   return colonHex(sha256(der));
 }
 
-function toDer(certPemOrDer: string | Uint8Array): Uint8Array {
-  if (typeof certPemOrDer !== "string") return certPemOrDer;
-  try {
-    return new Uint8Array(new x509.X509Certificate(certPemOrDer).rawData);
-  } catch (cause) {
-    throw new StratumError("INVALID_ARGUMENT", "not a PEM certificate", { cause });
-  }
-}
-
 /**
  * The key fingerprint: SHA-256 of the certificate's SubjectPublicKeyInfo exactly as it is
  * encoded inside the certificate (not re-encoded from a parsed key, so both sides hash the same
  * bytes whatever point format the key uses), as upper-case colon hex.
+ * @throws StratumError `INVALID_ARGUMENT` when the input is not a PEM (string) or DER certificate
  */
 export function spkiFingerprint(certPemOrDer: string | Uint8Array): string {
-  let cert: X509.X509Certificate;
+  let der: Uint8Array;
   try {
-    cert = new x509.X509Certificate(new Uint8Array(toDer(certPemOrDer)));
+    // Parsed by OpenSSL first: the DER walk below only ever sees a well-formed certificate.
+    der = new Uint8Array(new NodeX509Certificate(certPemOrDer).raw);
   } catch (cause) {
-    if (StratumError.is(cause)) throw cause;
+    throw new StratumError(
+      "INVALID_ARGUMENT",
+      typeof certPemOrDer === "string" ? "not a PEM certificate" : "not a certificate",
+      { cause },
+    );
+  }
+  let spki: Uint8Array;
+  try {
+    spki = subjectPublicKeyInfo(der);
+  } catch (cause) {
     throw new StratumError("INVALID_ARGUMENT", "not a certificate", { cause });
   }
-  return colonHex(sha256(new Uint8Array(cert.publicKey.rawData)));
+  return colonHex(sha256(spki));
 }
 
 /**
@@ -130,10 +83,19 @@ export function normalizePem(pem: string): string {
   return `${text}\n`;
 }
 
+/**
+ * PEM of DER bytes under `label` (RFC 7468: base64 in lines of 64, ending in a newline).
+ * @internal
+ */
+export function pemOf(der: ArrayBuffer | Uint8Array, label: string): string {
+  const base64 = Buffer.from(der instanceof Uint8Array ? der : new Uint8Array(der)).toString("base64");
+  return `-----BEGIN ${label}-----\n${base64.replace(/.{64}(?!$)/g, "$&\n")}\n-----END ${label}-----\n`;
+}
+
 /** PEM of a PKCS#8 private key. */
 /** @internal */
 export function pkcs8Pem(der: ArrayBuffer): string {
-  return normalizePem(x509.PemConverter.encode(der, "PRIVATE KEY"));
+  return pemOf(der, "PRIVATE KEY");
 }
 
 /** Escapes a value for an RFC 4514 distinguished name, so a host like `a,b` cannot add an RDN. */
@@ -186,6 +148,12 @@ export function ipBytes(ip: string): Uint8Array | undefined {
   if (tail.length === 4) out.set(tail, 12);
   const mapped = out.subarray(0, 10).every((b) => b === 0) && out[10] === 0xff && out[11] === 0xff;
   return mapped ? out.slice(12) : out;
+}
+
+/** An IP SAN's bytes, an IPv4-mapped IPv6 address reduced to its IPv4 bytes (as {@link ipBytes} does). */
+function unmapped(ip: Uint8Array): Uint8Array {
+  const mapped = ip.length === 16 && ip.subarray(0, 10).every((b) => b === 0) && ip[10] === 0xff && ip[11] === 0xff;
+  return mapped ? ip.slice(12) : ip;
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
@@ -293,22 +261,16 @@ export function verifyListenerCertificate(options: {
     }
   }
 
-  let names: readonly X509.GeneralName[];
+  let names: AltName[];
   try {
-    names =
-      new x509.X509Certificate(new Uint8Array(presented[0])).getExtension(x509.SubjectAlternativeNameExtension)?.names
-        .items ?? [];
+    names = subjectAltNames(presented[0]);
   } catch (cause) {
     throw certificateError("name", "the leaf's subjectAltName cannot be parsed", cause);
   }
   const dialled = splitHost(options.dialledHost);
   const dialledIp = dialled.family === 0 ? undefined : ipBytes(dialled.bare);
   const named = names.some((n) => {
-    if (dialledIp) {
-      if (n.type !== "ip") return false;
-      const san = ipBytes(n.value);
-      return san !== undefined && sameBytes(san, dialledIp);
-    }
+    if (dialledIp) return n.type === "ip" && sameBytes(unmapped(n.bytes), dialledIp);
     return n.type === "dns" && dnsName(n.value) === dnsName(dialled.bare);
   });
   if (!named)

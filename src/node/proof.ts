@@ -22,11 +22,12 @@ import { formatEndpoint, parseEndpoint, parseJoinUrl } from "../core/join-url.js
 import { bindingTranscript, clientBinding, deriveBindingKeys, verifyBinding } from "../core/pairing.js";
 import { retryDelay, sleep, throwIfAborted } from "../core/retry.js";
 import { JoinProtocolError, StratumApiError, StratumError } from "../errors/index.js";
-import { PakeChallengeSchema, parseResponse } from "../schemas/index.js";
+import { loadAnswerSchemas, parseAnswer } from "./answers.js";
 import type { MachineIdentity } from "./identity.js";
-import { finishLogin, startLogin } from "./opaque.js";
+import { finishLogin, loadOpaque, startLogin } from "./opaque.js";
 import {
   DEFAULT_CONNECT_TIMEOUT_MS,
+  loadUndici,
   openPinnedConnection,
   refusalOf,
   responseHeader,
@@ -85,6 +86,16 @@ export interface ProveOptions {
    * with the refusal and the wait in ms: e.g. to show "the founder is busy, retrying in 3 s".
    */
   onRetry?: (error: StratumApiError, delayMs: number) => void;
+}
+
+/**
+ * Starts loading what proving a code needs and the joiner does not load at import time: the
+ * OPAQUE WebAssembly, undici and the answer schemas. Called as a proof begins, so they load
+ * together and while the identity is made and the connection opens, rather than one by one
+ * inside the call's deadline. A load that fails is left to the step that awaits it.
+ */
+export function startLoadingProof(): void {
+  for (const loading of [loadOpaque(), loadUndici(), loadAnswerSchemas()]) loading.catch(() => undefined);
 }
 
 /** A join target read locally ({@link readTarget}). */
@@ -158,7 +169,7 @@ async function proveCode(
     ...within(deadline),
   });
   if (response.status !== 200) throw refusalOf(response, "POST /v1/join/pake");
-  const challenge = parseResponse(PakeChallengeSchema, "POST /v1/join/pake", response.json);
+  const challenge = await parseAnswer("PakeChallengeSchema", "POST /v1/join/pake", response.json);
   const caDer = pemToDer(challenge.caCertificate);
   throwIfAborted(deadline.signal);
   const finished = await finishLogin({ state: login.state, ke2: challenge.ke2, code: target.code.code, caDer });

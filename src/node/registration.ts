@@ -16,8 +16,8 @@ import {
   StratumError,
   TimeoutError,
 } from "../errors/index.js";
-import { parseResponse, RegistrationSchema } from "../schemas/index.js";
 import type { JoinState, ProgressReport, Registration } from "../types.js";
+import { parseAnswer } from "./answers.js";
 import { concealSecrets } from "./delivery.js";
 import { JoinProtocolError } from "../errors/index.js";
 import type { MachineIdentity } from "./identity.js";
@@ -72,8 +72,8 @@ export function sessionConnectionOptions(
   };
 }
 
-function view(response: PinnedResponse, operation: string): Registration {
-  const registration = parseResponse(RegistrationSchema, operation, response.json) as Registration;
+async function view(response: PinnedResponse, operation: string): Promise<Registration> {
+  const registration = (await parseAnswer("RegistrationSchema", operation, response.json)) as Registration;
   if (registration.delivery) concealSecrets(registration.delivery);
   return registration;
 }
@@ -247,7 +247,7 @@ export async function* watchRegistration(
           continue;
         }
         if (response.status !== 200) throw refusalOf(response, operation);
-        registration = view(response, operation);
+        registration = await view(response, operation);
         // Only a view that passed the schema may be the base of the next long poll.
         etag = responseHeader(response, "etag");
         failures = 0;

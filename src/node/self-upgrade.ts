@@ -2,13 +2,12 @@
  * The joiner's self-upgrade: the release download of `src/release/`, told where to fetch from
  * by the registration (`upgrade.source`: a mirror; `upgrade.served`: the founder, over
  * connections pinned to the session's CA and the machine's key).
+ *
+ * The downloader, its HTTP/1.1 reader and the founder source are loaded by the first download,
+ * not when the joiner is imported: most programs that import `@stratum/join/node` never upgrade.
  * @module
  */
-import {
-  downloadReleaseFrom as downloadFromSource,
-  type DownloadedRelease,
-  type DownloadReleaseOptions,
-} from "../release/download/index.js";
+import type { DownloadedRelease, DownloadReleaseOptions } from "../release/download/index.js";
 import { ReleaseArgumentError } from "../errors/index.js";
 import type { MachineIdentity } from "./identity.js";
 import type { JoinSession } from "./join-session.js";
@@ -32,14 +31,13 @@ export interface JoinerDownloadReleaseOptions extends DownloadReleaseOptions {
  */
 export async function downloadRelease(options: JoinerDownloadReleaseOptions): Promise<DownloadedRelease> {
   const { session, identity, ...rest } = options;
-  if (rest.source || !rest.upgrade.served) return downloadFromSource(rest);
+  const { downloadReleaseFrom } = await import("../release/download/index.js");
+  if (rest.source || !rest.upgrade.served) return downloadReleaseFrom(rest);
   if (!session || !identity) {
     throw new ReleaseArgumentError(
       "the founder serves this release: pass the join session and the machine identity the registration is pinned to",
     );
   }
-  // loaded only for a served release: the founder's connection pulls undici and the session's
-  // checks, which a download from a mirror does not need at startup
   const { founderReleaseSource } = await import("./founder-source.js");
-  return downloadFromSource({ ...rest, source: founderReleaseSource(session, identity) });
+  return downloadReleaseFrom({ ...rest, source: founderReleaseSource(session, identity) });
 }

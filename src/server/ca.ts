@@ -1,8 +1,8 @@
 /**
  * The founder's side of the cluster's small PKI: the root CA, the join listener's leaf, and
  * node transport leaves. The joiner's check of the listener's leaf is in `src/node/pki.ts`.
- * Certificates are built with @peculiar/x509 (Web Crypto keys, ECDSA P-256); fingerprints are
- * SHA-256 as upper-case colon hex.
+ * Certificates are built with @peculiar/x509 (Web Crypto keys, ECDSA P-256), loaded by the
+ * first call that issues one; fingerprints are SHA-256 as upper-case colon hex.
  * @module
  */
 import type * as X509 from "@peculiar/x509";
@@ -19,8 +19,15 @@ import {
   sanEntries,
   spkiFingerprint,
   splitHost,
-  x509,
 } from "../node/pki.js";
+
+/**
+ * The X.509 library, loaded on the first certificate issued rather than when the server kit
+ * is imported (`src/node/x509.ts` says what it costs).
+ */
+async function loadX509(): Promise<typeof X509> {
+  return (await import("../node/x509.js")).x509;
+}
 
 const EC_P256: EcKeyGenParams & EcKeyImportParams = { name: "ECDSA", namedCurve: "P-256" };
 const SIGNING_ALGORITHM: EcdsaParams = { name: "ECDSA", hash: "SHA-256" };
@@ -86,6 +93,7 @@ export interface NodeCertificateOptions {
  * @param options.validDays lifetime in days (default 3650)
  */
 export async function createClusterCa(options: { commonName?: string; validDays?: number } = {}): Promise<ClusterCa> {
+  const x509 = await loadX509();
   const keys = (await crypto.subtle.generateKey(EC_P256, true, ["sign", "verify"])) as CryptoKeyPair;
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
     name: `CN=${dnValue(options.commonName ?? "Stratum cluster CA")}`,
@@ -111,6 +119,7 @@ export async function createClusterCa(options: { commonName?: string; validDays?
 async function caSigner(
   ca: Pick<ClusterCa, "certPem" | "keyPem">,
 ): Promise<{ cert: X509.X509Certificate; key: CryptoKey }> {
+  const x509 = await loadX509();
   try {
     const cert = new x509.X509Certificate(ca.certPem);
     const key = await crypto.subtle.importKey("pkcs8", x509.PemConverter.decodeFirst(ca.keyPem), EC_P256, false, [
@@ -128,6 +137,7 @@ async function issueLeaf(
   leaf: { commonName: string; san: X509.JsonGeneralName[]; eku: string[]; validDays: number },
   subjectKey: CryptoKey | X509.PublicKey,
 ): Promise<X509.X509Certificate> {
+  const x509 = await loadX509();
   const signer = await caSigner(ca);
   return x509.X509CertificateGenerator.create({
     subject: `CN=${dnValue(leaf.commonName)}`,
@@ -218,6 +228,7 @@ export async function issueNodeCertificate(
     validDays: options.validDays ?? 365,
   };
   if (options.publicKey === undefined) return issuedWithFreshKey(ca, leaf);
+  const x509 = await loadX509();
   let subjectKey: CryptoKey | X509.PublicKey;
   try {
     subjectKey =

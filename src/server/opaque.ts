@@ -1,11 +1,11 @@
 /**
  * OPAQUE, the founder's half: the registration record made at mint, and the listener's two
  * login steps. The parameters (identifiers bound to the CA, key stretching) are the joiner's,
- * from `src/node/opaque.ts`, so the two halves cannot drift apart.
+ * from `src/node/opaque.ts`, so the two halves cannot drift apart; so is the library, loaded
+ * by the first call here rather than when the server kit is imported.
  * @module
  */
-import * as opaque from "@serenity-kit/opaque";
-import { bytes, KEY_STRETCHING, opaqueIdentifiers } from "../node/opaque.js";
+import { bytes, KEY_STRETCHING, loadOpaque, opaqueIdentifiers } from "../node/opaque.js";
 
 /**
  * Founder, at mint: runs the whole OPAQUE registration in-process (client and server side,
@@ -22,7 +22,7 @@ export async function createJoinCodeRecord(options: {
   code: string;
   caDer: Uint8Array;
 }): Promise<string> {
-  await opaque.ready;
+  const opaque = await loadOpaque();
   const { clientRegistrationState, registrationRequest } = opaque.client.startRegistration({ password: options.code });
   const { registrationResponse } = opaque.server.createRegistrationResponse({
     serverSetup: options.serverSetup,
@@ -41,7 +41,7 @@ export async function createJoinCodeRecord(options: {
 
 /** Creates a new OPAQUE server setup (the listener's long-term OPAQUE key). Secret. */
 export async function createServerSetup(): Promise<string> {
-  await opaque.ready;
+  const opaque = await loadOpaque();
   return opaque.server.createSetup();
 }
 
@@ -71,7 +71,7 @@ export async function startServerLogin(options: {
   ke1: string;
   caDer: Uint8Array;
 }): Promise<ServerLoginStart> {
-  await opaque.ready;
+  const opaque = await loadOpaque();
   const { serverLoginState, loginResponse } = opaque.server.startLogin({
     serverSetup: options.serverSetup,
     userIdentifier: options.codeId,
@@ -95,7 +95,7 @@ export async function finishServerLogin(options: {
   ke3: string;
   caDer: Uint8Array;
 }): Promise<Uint8Array | undefined> {
-  await opaque.ready;
+  const opaque = await loadOpaque();
   try {
     const { sessionKey } = opaque.server.finishLogin({
       serverLoginState: options.state,

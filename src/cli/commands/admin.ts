@@ -3,18 +3,13 @@
  * list, approve, reject, retry and fail joins. The token comes from `--token`, `--token-file` or
  * `STRATUM_TOKEN` and is only ever handed to the admin client: no output includes it, and the
  * SDK's errors carry no request header.
+ *
+ * Declarations only (words, flags, help), read by `--help` and the parser; what the command
+ * does is `src/cli/actions/admin.ts`, loaded only when it runs.
  * @module
  */
 
-import { createAdminClient, type AdminClient } from "../../admin/index.js";
-import { parsePairingCode, formatPairingCode } from "../../core/pairing.js";
-import { JoinProtocolError } from "../../errors/index.js";
-import type { Approval, Assignment, NodeJoin } from "../../types.js";
-import { CliError, numberFlag, stringFlag, type CommandSpec, type FlagSpec, type ParsedArgs } from "../args.js";
-import { readJsonFile, readTextFile } from "../files.js";
-import { fingerprintLines, table } from "../output.js";
-import type { Style } from "../style.js";
-import { isJoinState, JOIN_STATES } from "../../core/join-states.js";
+import type { CommandSpec, FlagSpec } from "../args.js";
 
 /** The flags every admin command takes. */
 const API_FLAGS: Readonly<Record<string, FlagSpec>> = {
@@ -32,46 +27,6 @@ const API_FLAGS: Readonly<Record<string, FlagSpec>> = {
   },
   "token-file": { type: "string", value: "FILE", description: "read the admin API token from FILE" },
 };
-
-/** How long one admin call may take. */
-const CALL_TIMEOUT_MS = 30_000;
-
-async function clientOf(args: ParsedArgs, command: CommandSpec): Promise<AdminClient> {
-  const baseUrl = stringFlag(args, "api", command, true);
-  const tokenFile = stringFlag(args, "token-file", command);
-  // An explicit --token-file wins over a STRATUM_TOKEN inherited from the environment.
-  const token =
-    tokenFile !== undefined ? (await readTextFile(tokenFile, "token file")).trim() : stringFlag(args, "token", command);
-  if (!token)
-    throw new CliError("USAGE", "an admin token is required: --token, --token-file or STRATUM_TOKEN", {
-      command: command.path.join(" "),
-    });
-  return createAdminClient({ baseUrl, token, timeoutMs: CALL_TIMEOUT_MS });
-}
-
-function joinLines(join: NodeJoin, style: Style): string[] {
-  const lines = [
-    `${style.bold(join.id)}  ${style.state(join.state)}${join.stalled ? style.yellow(" (stalled)") : ""}`,
-    `  pairing code   ${join.pairingCode}`,
-  ];
-  const add = (label: string, value: unknown) => {
-    if (value !== undefined && value !== null && value !== "") lines.push(`  ${label.padEnd(14)} ${String(value)}`);
-  };
-  add("hostname", join.hostname);
-  add("serial", join.systemSerial);
-  add("release", join.release);
-  add("from", join.sourceAddr);
-  if (join.keyFingerprint) lines.push(...fingerprintLines("  key", join.keyFingerprint, 17));
-  add("node id", join.nodeId);
-  add("waiting for", join.waitReason);
-  if (join.upgrade) add("upgrade", `${join.upgrade.from} → ${join.upgrade.to}`);
-  add("reason", join.reason);
-  if (join.failedStep)
-    add("failed at", `${join.failedStepTitle ?? join.failedStep}${join.failedError ? `: ${join.failedError}` : ""}`);
-  if (join.assignment?.copiedFrom) add("copied from", join.assignment.copiedFrom);
-  for (const note of join.assignment?.copyNotes ?? []) add("copy note", note);
-  return lines;
-}
 
 /** `admin mint`. */
 export const adminMint: CommandSpec = {
@@ -95,34 +50,7 @@ export const adminMint: CommandSpec = {
     },
     { comment: "in a script: only the URL", command: "stratum-join admin mint --json | jq -r .url" },
   ],
-  async run(ctx, args) {
-    const client = await clientOf(args, adminMint);
-    const endpoint = stringFlag(args, "endpoint", adminMint);
-    const ttlSeconds = numberFlag(args, "ttl", adminMint);
-    const minted = await client.mintJoinCode(
-      { ...(endpoint ? { endpoint } : {}), ...(ttlSeconds ? { ttlSeconds } : {}) },
-      { signal: ctx.signal },
-    );
-    // The one output that carries a secret, on purpose: minting is for showing the code.
-    ctx.out.resultWithSecret(
-      {
-        joinCode: minted.joinCode,
-        endpoint: minted.endpoint,
-        code: minted.code,
-        url: minted.url,
-        secret: ["code", "url"],
-        notice: "code and url are secret and shown only now; they are not stored anywhere",
-      },
-      [
-        `minted join code ${minted.joinCode.id} (selector ${minted.joinCode.selector}), expires ${minted.joinCode.expiresAt}`,
-        `  endpoint  ${minted.endpoint}`,
-        "",
-        `  ${ctx.out.style.yellow(ctx.out.style.bold("SECRET, shown only now:"))}`,
-        `  code      ${minted.code}`,
-        `  url       ${minted.url}`,
-      ],
-    );
-  },
+  load: async () => (await import("../actions/admin.js")).runAdminMint,
 };
 
 /** `admin codes`. */
@@ -136,27 +64,7 @@ export const adminCodes: CommandSpec = {
       command: "stratum-join admin codes --token-file ~/.stratum-token",
     },
   ],
-  async run(ctx, args) {
-    const client = await clientOf(args, adminCodes);
-    const list = await client.listJoinCodes({ signal: ctx.signal });
-    ctx.out.result(
-      list,
-      list.items.length === 0
-        ? "no join codes"
-        : table(
-            ["ID", "SELECTOR", "STATE", "ENDPOINT", "ATTEMPTS", "REGISTRATIONS", "EXPIRES"],
-            list.items.map((c) => [
-              c.id,
-              c.selector,
-              c.state,
-              c.endpoint,
-              String(c.attempts ?? 0),
-              String(c.registrations ?? 0),
-              c.expiresAt,
-            ]),
-          ),
-    );
-  },
+  load: async () => (await import("../actions/admin.js")).runAdminCodes,
 };
 
 /** `admin revoke`. */
@@ -166,11 +74,7 @@ export const adminRevoke: CommandSpec = {
   positionals: [{ name: "CODE_ID", description: "the join code's id (jc-…), as admin codes lists it" }],
   flags: { ...API_FLAGS },
   examples: [{ comment: "a code that leaked", command: "stratum-join admin revoke jc-4f7k2q9m" }],
-  async run(ctx, args) {
-    const client = await clientOf(args, adminRevoke);
-    const code = await client.revokeJoinCode(args.positionals[0]!, { signal: ctx.signal });
-    ctx.out.result(code, `revoked ${code.id} (selector ${code.selector}): ${code.state}`);
-  },
+  load: async () => (await import("../actions/admin.js")).runAdminRevoke,
 };
 
 /** `admin joins`. */
@@ -186,48 +90,7 @@ export const adminJoins: CommandSpec = {
     { comment: "the machines waiting for an approval", command: "stratum-join admin joins --state pending" },
     { comment: "one join in full", command: "stratum-join admin joins nj-8w2k4m1p" },
   ],
-  async run(ctx, args) {
-    const client = await clientOf(args, adminJoins);
-    const joinId = args.positionals[0];
-    if (joinId !== undefined) {
-      const join = await client.getNodeJoin(joinId, { signal: ctx.signal });
-      ctx.out.result(join, joinLines(join, ctx.out.style));
-      return;
-    }
-    const state = stringFlag(args, "state", adminJoins);
-    if (state !== undefined && !isJoinState(state)) {
-      throw new CliError("USAGE", `--state takes one of ${JOIN_STATES.join(", ")}`, { command: "admin joins" });
-    }
-    const list = await client.listNodeJoins({ signal: ctx.signal });
-    const items = state === undefined ? list.items : list.items.filter((j) => j.state === state);
-    ctx.out.result(
-      { ...list, items },
-      items.length === 0
-        ? "no joins"
-        : table(
-            ["ID", "STATE", "PAIRING", "HOSTNAME", "RELEASE", "FROM", "NOTE"],
-            items.map((j) => [
-              j.id,
-              `${j.state}${j.stalled ? "*" : ""}`,
-              j.pairingCode,
-              j.hostname ?? "",
-              j.release ?? "",
-              j.sourceAddr ?? "",
-              j.waitReason ?? j.reason ?? (j.failedStep ? `failed at ${j.failedStep}` : ""),
-            ]),
-            // The state in its colour, and the pairing code an operator compares in bold.
-            {
-              style: ctx.out.style,
-              paint: (cell, column, raw) =>
-                column === 1
-                  ? cell.replace(raw, ctx.out.style.state(raw.replace(/\*$/, "")) + (raw.endsWith("*") ? "*" : ""))
-                  : column === 2
-                    ? ctx.out.style.bold(cell)
-                    : cell,
-            },
-          ),
-    );
-  },
+  load: async () => (await import("../actions/admin.js")).runAdminJoins,
 };
 
 /** `admin approve`. */
@@ -269,39 +132,7 @@ export const adminApprove: CommandSpec = {
       command: "stratum-join admin approve nj-8w2k4m1p --assignment node-2.json",
     },
   ],
-  async run(ctx, args) {
-    const client = await clientOf(args, adminApprove);
-    const joinId = args.positionals[0]!;
-    const file = stringFlag(args, "assignment", adminApprove);
-    let assignment: Assignment | undefined;
-    if (file !== undefined) {
-      const value = await readJsonFile(file, "assignment");
-      if (typeof value !== "object" || value === null || Array.isArray(value))
-        throw new CliError("FILE_ERROR", `the assignment ${file} is not a JSON object`);
-      assignment = value as Assignment;
-    }
-    const expected = stringFlag(args, "pairing-code", adminApprove);
-    if (expected !== undefined) {
-      const wanted = parsePairingCode(expected);
-      const join = await client.getNodeJoin(joinId, { signal: ctx.signal });
-      let actual = "";
-      try {
-        actual = parsePairingCode(join.pairingCode);
-      } catch {
-        // a malformed code on the server never matches
-      }
-      if (actual !== wanted) {
-        throw new JoinProtocolError(
-          "PAIRING_MISMATCH",
-          `the join ${joinId} shows pairing code ${join.pairingCode}, not ${formatPairingCode(wanted)}: not approved; this may not be the machine in front of you`,
-        );
-      }
-    }
-    const copyFrom = stringFlag(args, "copy-from", adminApprove);
-    const approval: Approval = { ...(assignment ? { assignment } : {}), ...(copyFrom ? { copyFrom } : {}) };
-    const join = await client.approveNodeJoin(joinId, approval, { signal: ctx.signal });
-    ctx.out.result(join, [ctx.out.style.green("approved"), ...joinLines(join, ctx.out.style)]);
-  },
+  load: async () => (await import("../actions/admin.js")).runAdminApprove,
 };
 
 /** `admin reject`. */
@@ -319,12 +150,7 @@ export const adminReject: CommandSpec = {
       command: "stratum-join admin reject nj-8w2k4m1p --reason 'unknown serial'",
     },
   ],
-  async run(ctx, args) {
-    const client = await clientOf(args, adminReject);
-    const reason = stringFlag(args, "reason", adminReject, true);
-    const join = await client.rejectNodeJoin(args.positionals[0]!, { reason }, { signal: ctx.signal });
-    ctx.out.result(join, [ctx.out.style.green("rejected"), ...joinLines(join, ctx.out.style)]);
-  },
+  load: async () => (await import("../actions/admin.js")).runAdminReject,
 };
 
 /** `admin retry`. */
@@ -339,11 +165,7 @@ export const adminRetry: CommandSpec = {
       command: "stratum-join admin retry nj-8w2k4m1p",
     },
   ],
-  async run(ctx, args) {
-    const client = await clientOf(args, adminRetry);
-    const join = await client.retryNodeJoin(args.positionals[0]!, { signal: ctx.signal });
-    ctx.out.result(join, [ctx.out.style.green("retried"), ...joinLines(join, ctx.out.style)]);
-  },
+  load: async () => (await import("../actions/admin.js")).runAdminRetry,
 };
 
 /** `admin fail`. */
@@ -364,10 +186,5 @@ export const adminFail: CommandSpec = {
       command: "stratum-join admin fail nj-8w2k4m1p --reason 'powered off; reinstalling'",
     },
   ],
-  async run(ctx, args) {
-    const client = await clientOf(args, adminFail);
-    const reason = stringFlag(args, "reason", adminFail, true);
-    const join = await client.failNodeJoin(args.positionals[0]!, { reason }, { signal: ctx.signal });
-    ctx.out.result(join, [ctx.out.style.green("failed"), ...joinLines(join, ctx.out.style)]);
-  },
+  load: async () => (await import("../actions/admin.js")).runAdminFail,
 };

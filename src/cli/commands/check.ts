@@ -1,13 +1,13 @@
 /**
  * `stratum-join check`: proves the join code to the join listener (with a throwaway key) and
  * runs the registration's checks on the code and the release, recording nothing.
+ *
+ * Declarations only (words, flags, help), read by `--help` and the parser; what the command
+ * does is `src/cli/actions/check.ts`, loaded only when it runs.
  * @module
  */
 
-import { checkJoinCode } from "../../node/joiner.js";
-import { stringFlag, type CommandSpec } from "../args.js";
-import { joinTargetOf, TARGET_FLAGS } from "../joiner.js";
-import { fingerprintLines } from "../output.js";
+import { TARGET_FLAGS, type CommandSpec } from "../args.js";
 
 /** `check`. */
 export const check: CommandSpec = {
@@ -38,35 +38,5 @@ export const check: CommandSpec = {
       command: "stratum-join check --release 0.5.0 --self-upgrade",
     },
   ],
-  async run(ctx, args) {
-    const target = joinTargetOf(args, check);
-    const release = stringFlag(args, "release", check, true);
-    const result = await checkJoinCode({
-      ...target,
-      release,
-      selfUpgrade: args.values["self-upgrade"] === true,
-      signal: ctx.signal,
-    });
-    const lines = [
-      `${ctx.out.style.green("ok:")} the join listener at ${result.endpoint} proved the code`,
-      ...fingerprintLines("  cluster CA", result.caFingerprint, 19),
-      `  cluster release  ${result.clusterRelease}`,
-      `  code expires     ${result.expiresAt}`,
-    ];
-    if (result.upgrade) {
-      lines.push(
-        `  upgrade          ${result.upgrade.from} → ${result.upgrade.to} (${result.upgrade.source ? `from ${result.upgrade.source}` : result.upgrade.served ? "served by the founder" : "no source named"})`,
-      );
-    }
-    ctx.out.result(
-      {
-        endpoint: result.endpoint,
-        caFingerprint: result.caFingerprint,
-        clusterRelease: result.clusterRelease,
-        expiresAt: result.expiresAt,
-        ...(result.upgrade ? { upgrade: result.upgrade } : {}),
-      },
-      lines,
-    );
-  },
+  load: async () => (await import("../actions/check.js")).runCheck,
 };

@@ -1,11 +1,12 @@
 /**
  * `stratum-join code check CODE`: the join code's offline check, the same one every joiner
  * call makes before touching the network.
+ *
+ * Declarations only (words, flags, help), read by `--help` and the parser; what the command
+ * does is `src/cli/actions/code.ts`, loaded only when it runs.
  * @module
  */
 
-import { parseJoinCode } from "../../core/join-code.js";
-import { parseJoinUrl } from "../../core/join-url.js";
 import type { CommandSpec } from "../args.js";
 
 /** `code check`. */
@@ -31,15 +32,5 @@ export const codeCheck: CommandSpec = {
       command: "stratum-join code check stratum-join://192.0.2.240/4F7K-2Q9M-ABD",
     },
   ],
-  async run(ctx, args) {
-    const input = args.positionals[0]!;
-    const isUrl = /^\s*stratum-join:\/\//i.test(input);
-    const parsed = isUrl ? parseJoinUrl(input) : undefined;
-    const code = parsed ? parsed.code : parseJoinCode(input);
-    // Only the selector (10 public bits) is shown: the person has the code in front of them.
-    ctx.out.result(
-      { valid: true, selector: code.selector, ...(parsed ? { endpoint: parsed.endpoint } : {}) },
-      `${ctx.out.style.green("ok:")} the join code is well formed (selector ${code.selector}${parsed ? `, listener ${parsed.endpoint}` : ""})`,
-    );
-  },
+  load: async () => (await import("../actions/code.js")).runCodeCheck,
 };

@@ -1,18 +1,13 @@
 /**
  * `stratum-join release keygen|sign|verify|download`: the release tooling (keys, signed
  * manifests) and the joiner's verified download, from the command line.
+ *
+ * Declarations only (words, flags, help), read by `--help` and the parser; what the command
+ * does is `src/cli/actions/release.ts`, loaded only when it runs.
  * @module
  */
 
-import { join } from "node:path";
-import { signReleaseDirectory } from "../../release/manifest.js";
-import { generateReleaseKeyPair } from "../../release/keys.js";
-import { verifyReleaseDirectory } from "../../release/verify.js";
-import { CliError, listFlag, numberFlag, stringFlag, type CommandSpec } from "../args.js";
-import { IDENTITY_FILES, openIdentityDir, readSession, readTextFile, writeFileAtomic } from "../files.js";
-import { getRegistration } from "../../node/registration.js";
-import { downloadUpgrade, SAFE_RELEASE, trustedKeysOf } from "../joiner.js";
-import { formatBytes } from "../output.js";
+import type { CommandSpec } from "../args.js";
 
 /** `release keygen`. */
 export const releaseKeygen: CommandSpec = {
@@ -38,18 +33,7 @@ export const releaseKeygen: CommandSpec = {
       command: "stratum-join release keygen --key release.key",
     },
   ],
-  async run(ctx, args) {
-    const keyFile = stringFlag(args, "key", releaseKeygen, true);
-    const pubFile = stringFlag(args, "pub", releaseKeygen) ?? `${keyFile}.pub`;
-    const pair = generateReleaseKeyPair();
-    await writeFileAtomic(keyFile, pair.privateKeyPem, 0o600, { exclusive: true });
-    await writeFileAtomic(pubFile, pair.publicKeyPem, 0o644, { exclusive: true });
-    ctx.out.result({ keyid: pair.keyid, privateKeyFile: keyFile, publicKeyFile: pubFile }, [
-      `release key ${pair.keyid}`,
-      `  private key  ${keyFile} (0600; keep it offline)`,
-      `  public key   ${pubFile}`,
-    ]);
-  },
+  load: async () => (await import("../actions/release.js")).runReleaseKeygen,
 };
 
 /** `release sign`. */
@@ -74,31 +58,7 @@ export const releaseSign: CommandSpec = {
       command: "stratum-join release sign ./0.6.0 --release 0.6.0 --key release.key",
     },
   ],
-  async run(ctx, args) {
-    const dir = args.positionals[0]!;
-    const release = stringFlag(args, "release", releaseSign, true);
-    const keyFiles = listFlag(args, "key");
-    if (keyFiles.length === 0) throw new CliError("USAGE", "--key is required", { command: "release sign" });
-    const keys = await Promise.all(keyFiles.map((file) => readTextFile(file, "release private key")));
-    const signed = await signReleaseDirectory(dir, { release, keys, signal: ctx.signal });
-    const total = signed.manifest.files.reduce((sum, f) => sum + f.size, 0);
-    const signedBy = signed.envelope.signatures.map((s) => s.keyid);
-    ctx.out.result(
-      {
-        release,
-        manifestPath: signed.manifestPath,
-        envelopeSha256: signed.envelopeSha256,
-        files: signed.manifest.files.length,
-        bytes: total,
-        signedBy,
-      },
-      [
-        `signed release ${release}: ${signed.manifest.files.length} files, ${formatBytes(total)}`,
-        `  manifest     ${signed.manifestPath} (sha256 ${signed.envelopeSha256})`,
-        `  signed by    ${signedBy.join(", ")}`,
-      ],
-    );
-  },
+  load: async () => (await import("../actions/release.js")).runReleaseSign,
 };
 
 /** `release verify`. */
@@ -124,35 +84,7 @@ export const releaseVerify: CommandSpec = {
       command: "stratum-join release verify ./0.6.0 --release 0.6.0 --trusted-key release.key.pub",
     },
   ],
-  async run(ctx, args) {
-    const dir = args.positionals[0]!;
-    const release = stringFlag(args, "release", releaseVerify, true);
-    const trustedKeys = await trustedKeysOf(args);
-    if (trustedKeys.length === 0)
-      throw new CliError("USAGE", "--trusted-key is required", { command: "release verify" });
-    const threshold = numberFlag(args, "threshold", releaseVerify);
-    const verified = await verifyReleaseDirectory(dir, {
-      expectRelease: release,
-      trustedKeys,
-      ...(threshold !== undefined ? { threshold } : {}),
-      allowExtraFiles: args.values["allow-extra-files"] === true,
-      signal: ctx.signal,
-    });
-    const total = verified.manifest.files.reduce((sum, f) => sum + f.size, 0);
-    ctx.out.result(
-      {
-        release,
-        files: verified.manifest.files.length,
-        bytes: total,
-        signedBy: verified.signedBy,
-        createdAt: verified.manifest.createdAt,
-      },
-      [
-        `${ctx.out.style.green("ok:")} release ${release} verified: ${verified.manifest.files.length} files, ${formatBytes(total)}`,
-        `  signed by    ${verified.signedBy.join(", ")}`,
-      ],
-    );
-  },
+  load: async () => (await import("../actions/release.js")).runReleaseVerify,
 };
 
 /** `release download`. */
@@ -213,60 +145,5 @@ export const releaseDownload: CommandSpec = {
         "stratum-join release download --source https://mirror.example/0.6.0/ --release 0.6.0 --dest ./0.6.0 --trusted-key release.pub",
     },
   ],
-  async run(ctx, args) {
-    const command = releaseDownload;
-    const usage = (message: string) => new CliError("USAGE", message, { command: "release download" });
-    const dir = stringFlag(args, "identity", command);
-    const source = stringFlag(args, "source", command);
-    if ((dir === undefined) === (source === undefined))
-      throw usage("give --identity DIR or --source URL (one of them)");
-    const trustedKeys = await trustedKeysOf(args);
-    if (trustedKeys.length === 0) throw usage("--trusted-key is required");
-    const threshold = numberFlag(args, "threshold", command);
-    const mirrorCaFile = stringFlag(args, "mirror-ca", command);
-    const mirrorCa = mirrorCaFile === undefined ? undefined : await readTextFile(mirrorCaFile, "mirror CA");
-    const proxy = stringFlag(args, "proxy", command);
-    const common = {
-      trustedKeys,
-      ...(proxy !== undefined ? { proxy } : {}),
-      ...(threshold !== undefined ? { threshold } : {}),
-      ...(mirrorCa !== undefined ? { mirrorCa } : {}),
-    };
-
-    let downloaded;
-    let destDir: string;
-    if (dir !== undefined) {
-      const session = await readSession(dir);
-      const { identity } = await openIdentityDir(dir, { create: false, warn: (text) => ctx.out.warn(text) });
-      const registration = await getRegistration(session, identity, { signal: ctx.signal });
-      const upgrade = registration.upgrade;
-      if (!upgrade)
-        throw new CliError(
-          "NO_UPGRADE",
-          `the registration ${session.joinId} is ${registration.state} and names no upgrade to download`,
-        );
-      if (!SAFE_RELEASE.test(upgrade.to))
-        throw new CliError("NO_UPGRADE", "the cluster names a release that is not a safe directory name");
-      destDir = stringFlag(args, "dest", command) ?? join(dir, IDENTITY_FILES.release, upgrade.to);
-      downloaded = await downloadUpgrade(ctx, { ...common, upgrade, destDir, session, identity });
-    } else {
-      const release = stringFlag(args, "release", command);
-      if (release === undefined) throw usage("--release is required with --source");
-      destDir = stringFlag(args, "dest", command) ?? "";
-      if (destDir === "") throw usage("--dest is required with --source");
-      downloaded = await downloadUpgrade(ctx, { ...common, upgrade: { to: release, source: source! }, destDir });
-    }
-    ctx.out.result(
-      {
-        release: downloaded.release,
-        dir: destDir,
-        manifestPath: downloaded.manifestPath,
-        files: downloaded.files.length,
-        bytesFetched: downloaded.bytesFetched,
-        signedBy: downloaded.signedBy,
-        source: downloaded.source,
-      },
-      `${ctx.out.style.green("done:")} release ${downloaded.release} in ${destDir}`,
-    );
-  },
+  load: async () => (await import("../actions/release.js")).runReleaseDownload,
 };

@@ -1,0 +1,47 @@
+/**
+ * `stratum-join check`: proves the join code to the join listener (with a throwaway key) and
+ * runs the registration's checks on the code and the release, recording nothing.
+ *
+ * The command's declaration (words, flags, help) is `src/cli/commands/check.ts`; this module is
+ * loaded only when the command runs.
+ * @module
+ */
+
+import { checkJoinCode } from "../../node/joiner.js";
+import { stringFlag, type CommandAction } from "../args.js";
+import { joinTargetOf } from "../joiner.js";
+import { fingerprintLines } from "../output.js";
+import { check } from "../commands/check.js";
+
+/** Runs `check`. */
+export const runCheck: CommandAction = async (ctx, args) => {
+  const target = joinTargetOf(args, check);
+  const release = stringFlag(args, "release", check, true);
+  const result = await checkJoinCode({
+    ...target,
+    release,
+    selfUpgrade: args.values["self-upgrade"] === true,
+    signal: ctx.signal,
+  });
+  const lines = [
+    `${ctx.out.style.green("ok:")} the join listener at ${result.endpoint} proved the code`,
+    ...fingerprintLines("  cluster CA", result.caFingerprint, 19),
+    `  cluster release  ${result.clusterRelease}`,
+    `  code expires     ${result.expiresAt}`,
+  ];
+  if (result.upgrade) {
+    lines.push(
+      `  upgrade          ${result.upgrade.from} → ${result.upgrade.to} (${result.upgrade.source ? `from ${result.upgrade.source}` : result.upgrade.served ? "served by the founder" : "no source named"})`,
+    );
+  }
+  ctx.out.result(
+    {
+      endpoint: result.endpoint,
+      caFingerprint: result.caFingerprint,
+      clusterRelease: result.clusterRelease,
+      expiresAt: result.expiresAt,
+      ...(result.upgrade ? { upgrade: result.upgrade } : {}),
+    },
+    lines,
+  );
+};

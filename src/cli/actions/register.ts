@@ -1,0 +1,252 @@
+/**
+ * `stratum-join register`: the installer's stage 1 in one command. Creates (or loads) the
+ * machine identity, registers with the join code, shows the pairing code, upgrades itself
+ * when the cluster runs a newer release, saves the join session, and optionally waits for a
+ * state, writing the delivery when it arrives.
+ *
+ * The command's declaration (words, flags, help) is `src/cli/commands/register.ts`; this module is
+ * loaded only when the command runs.
+ * @module
+ */
+
+import { hostname as osHostname } from "node:os";
+import { join } from "node:path";
+import { StratumError } from "../../errors/index.js";
+import { writeDelivery, type WrittenDelivery } from "../../node/delivery.js";
+import { JOIN_STATES, isJoinState } from "../../core/join-states.js";
+import { collectInventory } from "../../node/inventory/index.js";
+import { registerMachine, type RegisterResult } from "../../node/joiner.js";
+import type { DownloadedRelease } from "../../release/download/index.js";
+import type { Inventory, Registration } from "../../types.js";
+import {
+  CliError,
+  listFlag,
+  numberFlag,
+  stringFlag,
+  type CommandContext,
+  type ParsedArgs,
+  type CommandAction,
+} from "../args.js";
+import { IDENTITY_FILES, openIdentityDir, readJsonFile, readTextFile, saveSession } from "../files.js";
+import { downloadUpgrade, SAFE_RELEASE, joinTargetOf, trustedKeysOf } from "../joiner.js";
+import { fingerprintLines, pairingBanner } from "../output.js";
+import { stateReporter, waitForState } from "../watch.js";
+import { register } from "../commands/register.js";
+
+/** The registration view as printed: the delivery is summarised elsewhere, never dumped. */
+function printable(registration: Registration): Omit<Registration, "delivery"> {
+  const { delivery: _delivery, ...rest } = registration;
+  return rest;
+}
+
+/**
+ * The inventory to send: the file's, none, or this machine's (the default on Linux: the
+ * default approval reads the NICs and disks from it, and is refused without one).
+ */
+async function inventoryOf(
+  ctx: CommandContext,
+  choice: { file: string | undefined; none: boolean; collect: boolean },
+): Promise<Inventory | undefined> {
+  if (choice.file !== undefined) {
+    const value = await readJsonFile(choice.file, "inventory");
+    if (typeof value !== "object" || value === null || Array.isArray(value))
+      throw new CliError("FILE_ERROR", `the inventory ${choice.file} is not a JSON object`);
+    return value as Inventory;
+  }
+  if (choice.collect || (!choice.none && process.platform === "linux")) {
+    const inventory = await collectInventory({ signal: ctx.signal });
+    ctx.out.say(
+      `collected this machine's inventory: ${count(inventory.nics?.length ?? 0, "NIC")}, ${count(inventory.disks?.length ?? 0, "disk")}`,
+    );
+    return inventory;
+  }
+  if (!choice.none) {
+    ctx.out.warn(
+      `no inventory sent: collecting one needs Linux, not ${process.platform}; give --inventory FILE for the default approval`,
+    );
+  }
+  return undefined;
+}
+
+/** What a person at the machine reads after registering: where, the cluster CA, the pairing code. */
+function announce(ctx: CommandContext, result: RegisterResult): void {
+  ctx.out.say(
+    `${result.created ? "registered" : "already registered"} with the cluster at ${result.session.endpoint} as ${result.session.joinId}`,
+  );
+  for (const line of fingerprintLines("cluster CA", result.session.caFingerprint)) ctx.out.say(line);
+  ctx.out.say("");
+  for (const line of pairingBanner(result.registration.pairingCode, ctx.out.style)) ctx.out.say(`  ${line}`);
+  ctx.out.say("");
+}
+
+/** The `--json` document of `register` (README: JSON results). */
+function registerDocument(o: {
+  result: RegisterResult;
+  registration: Registration;
+  dir: string;
+  sessionFile: string;
+  created: boolean;
+  keyFingerprint: string;
+  upgrade: { from: string } | undefined;
+  upgraded: DownloadedRelease | undefined;
+  delivery: WrittenDelivery | undefined;
+}) {
+  const { result, registration, dir, upgraded, delivery } = o;
+  return {
+    joinId: result.session.joinId,
+    state: registration.state,
+    pairingCode: registration.pairingCode,
+    created: result.created,
+    endpoint: result.session.endpoint,
+    caFingerprint: result.session.caFingerprint,
+    keyFingerprint: o.keyFingerprint,
+    release: result.session.release,
+    identity: { dir, created: o.created },
+    sessionFile: o.sessionFile,
+    ...(upgraded && o.upgrade
+      ? {
+          upgrade: {
+            from: o.upgrade.from,
+            to: upgraded.release,
+            dir: join(dir, IDENTITY_FILES.release, upgraded.release),
+            files: upgraded.files.length,
+            bytesFetched: upgraded.bytesFetched,
+            signedBy: upgraded.signedBy,
+          },
+        }
+      : {}),
+    ...(delivery ? { delivery: { dir: delivery.dir, files: delivery.files } } : {}),
+    registration: printable(registration),
+  };
+}
+
+/** The flags of `register`, checked together before anything is read or sent. */
+function flagsOf(args: ParsedArgs) {
+  const command = register;
+  const usage = (message: string) => new CliError("USAGE", message, { command: "register" });
+  const target = joinTargetOf(args, command);
+  const dir = stringFlag(args, "identity", command, true);
+  const release = stringFlag(args, "release", command, true);
+  const selfUpgrade = args.values["self-upgrade"] === true;
+  const wait = stringFlag(args, "wait", command);
+  if (wait !== undefined && !isJoinState(wait)) throw usage(`--wait takes one of ${JOIN_STATES.join(", ")}`);
+  const timeoutSeconds = numberFlag(args, "timeout", command);
+  if (timeoutSeconds !== undefined && wait === undefined) throw usage("--timeout goes with --wait");
+  const threshold = numberFlag(args, "threshold", command);
+  if (selfUpgrade && listFlag(args, "trusted-key").length === 0) {
+    throw usage(
+      "--self-upgrade needs at least one --trusted-key: the release is verified against keys this machine already trusts",
+    );
+  }
+  const inventoryChoice = {
+    file: stringFlag(args, "inventory", command),
+    none: args.values["no-inventory"] === true,
+    collect: args.values["collect-inventory"] === true,
+  };
+  if ([inventoryChoice.file !== undefined, inventoryChoice.none, inventoryChoice.collect].filter(Boolean).length > 1)
+    throw usage("give one of --inventory FILE and --no-inventory (collecting this machine's is the default)");
+  return { target, dir, release, selfUpgrade, wait, timeoutSeconds, threshold, inventoryChoice };
+}
+
+/** `1 disk`, `2 disks`. */
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
+}
+
+/** Runs `register`. */
+export const runRegister: CommandAction = async (ctx, args) => {
+  const command = register;
+  const { target, dir, release, selfUpgrade, wait, timeoutSeconds, threshold, inventoryChoice } = flagsOf(args);
+  // Everything read from disk is read before the network is touched, so a typo in a path
+  // does not cost a registration.
+  const trustedKeys = await trustedKeysOf(args);
+  const mirrorCaFile = stringFlag(args, "mirror-ca", command);
+  const mirrorCa = mirrorCaFile === undefined ? undefined : await readTextFile(mirrorCaFile, "mirror CA");
+  const proxy = stringFlag(args, "proxy", command);
+  const inventory = await inventoryOf(ctx, inventoryChoice);
+
+  const opened = await openIdentityDir(dir, { create: true, warn: (text) => ctx.out.warn(text) });
+  const { identity } = opened;
+  ctx.out.say(
+    `${opened.created ? "created the machine identity in" : "using the machine identity in"} ${dir} (key ${identity.keyFingerprint.slice(0, 11)}…)`,
+  );
+
+  const details = {
+    ...target,
+    identity,
+    selfUpgrade,
+    hostname: stringFlag(args, "hostname", command) ?? osHostname(),
+    ...(stringFlag(args, "serial", command) !== undefined
+      ? { systemSerial: stringFlag(args, "serial", command)! }
+      : {}),
+    ...(inventory ? { inventory } : {}),
+    signal: ctx.signal,
+  };
+  let result = await registerMachine({ ...details, release });
+  let sessionFile = await saveSession(dir, result.session);
+  announce(ctx, result);
+  const report = stateReporter(ctx);
+  report(result.registration);
+
+  let upgraded: DownloadedRelease | undefined;
+  const upgrade = result.registration.state === "needs-upgrade" ? result.registration.upgrade : undefined;
+  if (upgrade) {
+    if (!SAFE_RELEASE.test(upgrade.to))
+      throw new StratumError("RESPONSE_INVALID", "the cluster names a release that is not a safe directory name");
+    upgraded = await downloadUpgrade(ctx, {
+      upgrade,
+      destDir: join(dir, IDENTITY_FILES.release, upgrade.to),
+      trustedKeys,
+      ...(threshold !== undefined ? { threshold } : {}),
+      ...(mirrorCa !== undefined ? { mirrorCa } : {}),
+      ...(proxy !== undefined ? { proxy } : {}),
+      session: result.session,
+      identity,
+    });
+    // The same key on the cluster's release: the founder moves the registration to pending.
+    ctx.out.say(`registering again on release ${upgrade.to}`);
+    result = await registerMachine({ ...details, release: upgrade.to });
+    sessionFile = await saveSession(dir, result.session);
+    report(result.registration);
+  }
+  ctx.out.say(`join session saved to ${sessionFile}`);
+
+  let registration = result.registration;
+  let delivery: WrittenDelivery | undefined;
+  if (wait !== undefined) {
+    const outcome = await waitForState(ctx, {
+      session: result.session,
+      identity,
+      dir,
+      until: wait,
+      ...(timeoutSeconds !== undefined ? { timeoutMs: timeoutSeconds * 1000 } : {}),
+      // The state printed above is not printed again when the wait sees it first.
+      report,
+    });
+    registration = outcome.registration;
+    delivery = outcome.delivery;
+  } else if (registration.delivery) {
+    // Registering again while delivering answers the delivery: keep it, as a wait would.
+    delivery = await writeDelivery(join(dir, IDENTITY_FILES.delivery), registration.delivery);
+    ctx.out.say(`delivery for ${registration.delivery.nodeId} written to ${join(dir, IDENTITY_FILES.delivery)} (0600)`);
+  }
+
+  const document = registerDocument({
+    result,
+    registration,
+    dir,
+    sessionFile,
+    created: opened.created,
+    keyFingerprint: identity.keyFingerprint,
+    upgrade,
+    upgraded,
+    delivery,
+  });
+  const done = `${ctx.out.style.green("done:")} ${ctx.out.style.state(registration.state)}`;
+  ctx.out.result(
+    document,
+    wait !== undefined ? done : `${done}; run 'stratum-join status --identity ${dir}' to look again`,
+    // The delivery's file paths, keyed by role (nodeKey, …): paths, not secrets.
+    { local: ["delivery"] },
+  );
+};

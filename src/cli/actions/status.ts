@@ -1,0 +1,59 @@
+/**
+ * `stratum-join status`: the registration as the cluster sees it now, from the saved join
+ * session and the machine identity: one GET over a connection pinned to the session's CA and
+ * the machine's key. No join code is needed.
+ *
+ * The command's declaration (words, flags, help) is `src/cli/commands/status.ts`; this module is
+ * loaded only when the command runs.
+ * @module
+ */
+
+import { join } from "node:path";
+import { writeDelivery, type WrittenDelivery } from "../../node/delivery.js";
+import { stringFlag, type CommandAction } from "../args.js";
+import { IDENTITY_FILES, openIdentityDir, readSession } from "../files.js";
+import { getRegistration } from "../../node/registration.js";
+import { describeState } from "../joiner.js";
+import { fingerprintLines } from "../output.js";
+import { status } from "../commands/status.js";
+
+/** Runs `status`. */
+export const runStatus: CommandAction = async (ctx, args) => {
+  const dir = stringFlag(args, "identity", status, true);
+  const session = await readSession(dir);
+  const { identity } = await openIdentityDir(dir, { create: false, warn: (text) => ctx.out.warn(text) });
+  const registration = await getRegistration(session, identity, { signal: ctx.signal });
+  let written: WrittenDelivery | undefined;
+  if (registration.delivery && args.values["write-delivery"] === true) {
+    written = await writeDelivery(join(dir, IDENTITY_FILES.delivery), registration.delivery);
+  }
+  const { delivery, ...view } = registration;
+  const lines = [
+    `${session.joinId} at ${session.endpoint}: ${describeState(registration, ctx.out.style)}`,
+    `  pairing code  ${registration.pairingCode}`,
+    `  release       ${session.release}`,
+    ...fingerprintLines("  cluster CA", session.caFingerprint, 16),
+  ];
+  if (delivery)
+    lines.push(
+      `  delivery      node ${delivery.nodeId}${written ? `, written to ${written.dir}` : " (use --write-delivery to write it)"}`,
+    );
+  ctx.out.result(
+    {
+      joinId: session.joinId,
+      endpoint: session.endpoint,
+      caFingerprint: session.caFingerprint,
+      keyFingerprint: session.keyFingerprint,
+      release: session.release,
+      state: registration.state,
+      pairingCode: registration.pairingCode,
+      registration: view,
+      ...(delivery
+        ? { delivery: { nodeId: delivery.nodeId, ...(written ? { dir: written.dir, files: written.files } : {}) } }
+        : {}),
+    },
+    lines,
+    // The delivery's file paths, keyed by role (nodeKey, …): paths, not secrets.
+    { local: ["delivery"] },
+  );
+};
