@@ -38,6 +38,22 @@ export function consoleSnippet(readme = readFileSync(join(root, "README.md"), "u
   return block[1];
 }
 
+/**
+ * The modules a snippet imports by a relative path are the reader's own (`// yours:`): the
+ * page's widgets. Each is written as a stub exporting the names imported, so that the bundle
+ * holds the snippet and the SDK and no more.
+ */
+export function writeReadersModules(source, dir) {
+  for (const [, names, path] of source.matchAll(/import\s*\{([^}]*)\}\s*from\s*"(\.\/[\w.-]+)\.js"/g)) {
+    const exports = names
+      .split(",")
+      .map((name) => name.trim())
+      .filter(Boolean)
+      .map((name) => `export const ${name} = (...args: unknown[]): any => args;`);
+    writeFileSync(join(dir, `${path}.ts`), `${exports.join("\n")}\n`);
+  }
+}
+
 const gzip = (bytes) => gzipSync(bytes, { level: 9 }).length;
 const kB = (bytes) => `${(bytes / 1000).toFixed(2)} kB`;
 
@@ -114,6 +130,7 @@ const work = join(project, "size-check");
 mkdirSync(work, { recursive: true });
 const snippet = join(work, "console-snippet.ts");
 writeFileSync(snippet, consoleSnippet());
+writeReadersModules(consoleSnippet(), work);
 const validated = join(work, "console-snippet-validated.ts");
 writeFileSync(
   validated,

@@ -1,6 +1,6 @@
 /**
  * What binds the OPAQUE proof of a join code to one TLS connection and one machine key, and
- * the pairing code both sides show (PROTOCOL.md §2). Shared by the joiner and the reference
+ * the pairing code both sides show (docs/protocol.md#pairing-code). Shared by the joiner and the reference
  * server, so the bytes here are the wire contract. Web Crypto only (`crypto.subtle`): runs in
  * a browser and in Node alike.
  * @module

@@ -8,7 +8,7 @@
 import { StratumError } from "./stratum-error.js";
 
 /**
- * Which rule of PROTOCOL.md section 5 a release failed, in the order they are checked:
+ * Which rule of docs/protocol.md#release-verification a release failed, in the order they are checked:
  * `envelope-size` (the envelope is larger than the cap), `envelope-parse` (not a DSSE
  * envelope), `signature-threshold` (fewer than `threshold` distinct trusted keys signed),
  * `payload-type`, `payload-parse` (the payload is not a strict v1 manifest), `release` (another

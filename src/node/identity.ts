@@ -20,7 +20,7 @@ export interface MachineIdentity {
   readonly certPem: string;
   /** The private key, PKCS#8 PEM. Secret: never log it. */
   readonly keyPem: string;
-  /** SHA-256 of the certificate's SubjectPublicKeyInfo, upper-case colon hex: the key fingerprint of PROTOCOL.md. */
+  /** SHA-256 of the certificate's SubjectPublicKeyInfo, upper-case colon hex: the key fingerprint of docs/protocol.md#fingerprints. */
   readonly keyFingerprint: string;
 }
 

@@ -1,6 +1,6 @@
 /**
  * One TLS 1.3 connection to the join listener, held for a whole exchange. The PAKE is bound to
- * the TLS exporter of this very connection (PROTOCOL.md section 2), so the HTTP client on top
+ * the TLS exporter of this very connection (docs/protocol.md#binding-transcript), so the HTTP client on top
  * of it must never quietly reconnect: a second socket would have another exporter and the
  * binding would fail, or worse, a reconnect could land somewhere else. The undici `Client`
  * here gets exactly one socket, the one opened and checked by this module, and a request that
@@ -30,7 +30,7 @@ import { JoinProtocolError } from "../errors/index.js";
 import type { MachineIdentity } from "./identity.js";
 import { verifyListenerCertificate } from "./pki.js";
 
-/** RFC 9266 `tls-exporter` channel binding label; 32 bytes, as PROTOCOL.md fixes. */
+/** RFC 9266 `tls-exporter` channel binding label; 32 bytes, as docs/protocol.md#binding-transcript fixes. */
 const EXPORTER_LABEL = "EXPORTER-Channel-Binding";
 const EXPORTER_LENGTH = 32;
 const EMPTY_CONTEXT = Buffer.alloc(0);

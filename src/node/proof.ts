@@ -1,6 +1,6 @@
 /**
  * Proving a join code on ONE TLS 1.3 connection with the machine's client certificate, and
- * the one call that proof authorises (PROTOCOL.md section 2), within the call's deadline:
+ * the one call that proof authorises (docs/protocol.md#binding-headers), within the call's deadline:
  *  1. the code is parsed locally: a typo never reaches the network or costs an attempt;
  *  2. KE1 → `POST /v1/join/pake` → KE2 and the cluster CA (a KE1 refused as busy, 503
  *     `JOIN_CODE_BUSY` or 429, is waited out and sent again on a fresh connection);

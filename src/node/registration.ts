@@ -1,6 +1,6 @@
 /**
  * After the registration: every call of the joiner uses the same client key over TLS verified
- * against the pinned CA and the listener role (PROTOCOL.md section 3). Watching the
+ * against the pinned CA and the listener role (docs/protocol.md#joiner-checks). Watching the
  * registration (long poll), waiting for a state, and reporting progress.
  * @module
  */

@@ -1,5 +1,5 @@
 /**
- * The rules a manifest's file list obeys (PROTOCOL.md section 5, rules 6 and 7: paths, then
+ * The rules a manifest's file list obeys (docs/protocol.md#release-files, rules 6 and 7: paths, then
  * sizes) and the bounds behind them. The verifier applies them to what it receives; the tooling
  * applies the same to what it signs, so it never signs what a joiner would refuse.
  * @module

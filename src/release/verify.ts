@@ -1,5 +1,5 @@
 /**
- * Verification of a release manifest: every rule of PROTOCOL.md section 5, in its order, each
+ * Verification of a release manifest: every rule of docs/protocol.md#release-verification, in its order, each
  * failure a {@link ReleaseVerificationError} naming the rule. The security decisions of the
  * release live here and nowhere else; the downloader and the tooling call into them.
  * @module
@@ -44,7 +44,7 @@ export interface VerifiedReleaseManifest {
 
 /**
  * Verifies the bytes of a `payload/manifest.json` (a DSSE envelope), in the order of
- * PROTOCOL.md section 5: envelope size; signatures by at least `threshold` distinct trusted
+ * docs/protocol.md#release-verification: envelope size; signatures by at least `threshold` distinct trusted
  * keys (the keyid only a hint); payloadType; strict parse; `release` equal to `expectRelease`;
  * every path relative POSIX inside `os/blobs/` or `sysext/`, no `..`, no duplicate; sizes
  * bounded. Throws {@link ReleaseVerificationError} (with `rule`) at the first failure, and

@@ -59,7 +59,7 @@ function transcriptInput() {
   };
 }
 
-/** The transcript built independently with node:crypto and Buffer, from PROTOCOL.md §2. */
+/** The transcript built independently with node:crypto and Buffer, from docs/protocol.md#pairing-code. */
 function nodeTranscript(i: ReturnType<typeof transcriptInput>): Buffer {
   const field = (b: Uint8Array) => {
     const len = Buffer.alloc(4);

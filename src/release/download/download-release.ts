@@ -37,7 +37,7 @@ import { ensureRealDirs, localError, retractManifest } from "./staging.js";
 /**
  * Downloads and verifies the release the cluster named (`upgrade.to`) into `destDir` from the
  * source given (or the mirror `upgrade.source` names): the manifest first, verified with every
- * rule of PROTOCOL.md section 5, then every file (a few at once), each hashed as it streams
+ * rule of docs/protocol.md#release-verification, then every file (a few at once), each hashed as it streams
  * and accepted only at its exact size and hash. Resumes from `.partial` files; retries 503
  * `RELEASE_BUSY`, 429, 5xx and broken connections with backoff and jitter, honouring
  * `Retry-After`. The joiner's `downloadRelease` (`@stratum/join/node`) calls this with the

@@ -1,6 +1,6 @@
 /**
  * A fault-injecting release mirror for tests and the benchmark: a static HTTPS server on
- * 127.0.0.1 (port 0) serving a directory the way PROTOCOL.md section 5 says a mirror or the
+ * 127.0.0.1 (port 0) serving a directory the way docs/protocol.md#release-sources says a mirror or the
  * founder does (strong ETag, Accept-Ranges, If-Range, single ranges with 206/416), with a hook
  * that can break any answer in one of the ways the adversarial suite needs.
  */
