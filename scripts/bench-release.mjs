@@ -90,7 +90,7 @@ const result = await downloadRelease({
 const seconds = (performance.now() - started) / 1000;
 if (sampler) {
   clearInterval(sampler);
-  process.stderr.write("memory peaks: " + Object.entries(peak).map(([k, v]) => k + " " + (v / 1048576).toFixed(0) + " MiB").join(", ") + "\n");
+  process.stderr.write("memory peaks: " + Object.entries(peak).map(([k, v]) => k + " " + (v / 1048576).toFixed(0) + " MiB").join(", ") + "\\n");
 }
 const usage = process.resourceUsage();
 process.stdout.write(JSON.stringify({
