@@ -20,7 +20,6 @@ import {
   type JoinChange,
   type NodeJoin,
 } from "@stratum/join";
-import { previewAssignment } from "./assignment.js";
 import { ApproveDialog } from "./approve-dialog.js";
 import { CODES_REFRESH_MS, JoinCodes } from "./codes.js";
 import { announce, byTestId, h } from "./dom.js";
@@ -75,7 +74,8 @@ const signInFeedback = new FeedbackSpot("sign-in-feedback", () => ui.signInTitle
 ui.signInForm.append(signInFeedback.element);
 const codes = new JoinCodes();
 const dialog = new ApproveDialog({
-  preview: (join, approval, signal) => previewAssignment(session!.client, join, approval, signal),
+  preview: async (join, approval, signal) =>
+    (await session!.client.previewApproval(join.id, approval, { signal, timeoutMs: 10_000 })).assignment,
   approve: async (join, approval) => {
     const current = session!;
     const approved = await current.client.approveNodeJoin(join.id, approval, {
@@ -206,7 +206,7 @@ function setOnline(current: Session, online: boolean, retryInMs?: number, error?
   }
   list.setOnline(online);
   codes.setOnline(online);
-  dialog.setOnline(online);
+  dialog.setPaused(online ? undefined : "The server is not answering: approving is paused until it does.");
   ui.watchState.textContent = online ? "Live" : "Not answering";
   ui.watchState.className = `watch ${online ? "live" : "retrying"}`;
   renderConnection(current, Date.now(), error);
