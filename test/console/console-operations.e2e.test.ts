@@ -23,6 +23,7 @@ describe.runIf(runnable)(
   () => {
     const w = new ConsoleWorld("operations");
     let page: Page;
+    const isFocused = (locator: Locator) => locator.evaluate((el) => el === document.activeElement);
     let code = "";
 
     beforeAll(async () => {
@@ -120,7 +121,6 @@ describe.runIf(runnable)(
     it("approves a machine with the keyboard alone; the dialog traps and restores focus", async () => {
       w.step();
       const approve = w.card("vm-a").getByTestId("approve");
-      const isFocused = (locator: Locator) => locator.evaluate((el) => el === document.activeElement);
       await page.getByTestId("joins-sort").focus();
       for (let i = 0; i < 60 && !(await isFocused(approve)); i++) await page.keyboard.press("Tab");
       expect(await isFocused(approve)).toBe(true);
@@ -152,6 +152,74 @@ describe.runIf(runnable)(
       const waiting = (await w.card("vm-a").getByTestId("join-explain").textContent())!;
       expect(waiting).toMatch(/^Approved; \S/);
       expect(waiting).not.toMatch(/queued: queued/i);
+    });
+
+    it("fails a machine that stopped reporting, with a reason, from the keyboard; Retry queues it again", async () => {
+      w.step();
+      const node9 = w.card("node-9");
+      const joinId = w.machines.get("node-9")!.session.joinId;
+      // Approved before the others and never collected its configuration: it holds the queue.
+      await expect.poll(() => w.stateOf("node-9"), POLL).toBe("delivering");
+      expect(await w.stateOf("vm-a")).toBe("approved");
+      expect(await node9.getByTestId("reject").isHidden()).toBe(true);
+      expect(await node9.getByTestId("retry").isHidden()).toBe(true);
+      expect(await w.card("vm-a").getByTestId("fail").isHidden()).toBe(true); // queued, not running
+
+      const fail = node9.getByTestId("fail");
+      const reason = node9.getByTestId("fail-reason");
+      await fail.focus();
+      await page.keyboard.press("Enter");
+      await expect.poll(() => w.focused(), POLL).toBe("fail-reason");
+      expect(await fail.getAttribute("aria-expanded")).toBe("true");
+      // Cancel closes the step and gives the focus back to Fail….
+      await node9.getByTestId("fail-cancel").click();
+      expect(await node9.getByTestId("fail-form").isHidden()).toBe(true);
+      await expect.poll(() => isFocused(fail), POLL).toBe(true);
+
+      // A reason is required: an empty one is refused at the field, and nothing is sent.
+      await page.keyboard.press("Enter");
+      await expect.poll(() => w.focused(), POLL).toBe("fail-reason");
+      await page.keyboard.press("Enter");
+      expect(await reason.getAttribute("aria-invalid")).toBe("true");
+      expect(await node9.getByTestId("fail-reason-error").textContent()).toBe(
+        "Give a reason: it is kept as the join's error.",
+      );
+      await checkpoint(page, "fail-reason");
+      expect(w.server.cluster.getJoin(joinId).state).toBe("delivering");
+      await page.keyboard.type("Powered off for a disk swap");
+      expect(await reason.getAttribute("aria-invalid")).toBeNull();
+      await page.keyboard.press("Enter");
+
+      await expect.poll(() => w.stateOf("node-9"), POLL).toBe("failed");
+      expect(await node9.getByTestId("join-explain").textContent()).toBe(
+        "Failed by bootstrap-admin: Powered off for a disk swap. Retry queues it again with the same assignment; approve it again to change the assignment first.",
+      );
+      expect(await node9.getByTestId("card-feedback").textContent()).toContain(
+        "Failed node-9 (" + joinId + ", pairing code ",
+      );
+      expect(await node9.getByTestId("card-feedback").textContent()).toContain("“Powered off for a disk swap”");
+      await expect.poll(() => w.focused(), POLL).toBe("join-hostname");
+      expect(await node9.getByTestId("fail").isHidden()).toBe(true);
+      expect(w.server.cluster.getJoin(joinId)).toMatchObject({
+        state: "failed",
+        failedStep: "operator",
+        failedError: "Powered off for a disk swap",
+      });
+      // The queue is free: vm-a, approved behind it, is delivered now.
+      await expect.poll(() => w.stateOf("vm-a"), POLL).toBe("delivering");
+      await checkpoint(page, "failed");
+
+      // Retry: queued again with the assignment it had, its failure cleared.
+      const assignment = w.server.cluster.getJoin(joinId).assignment;
+      await node9.getByTestId("retry").click();
+      await expect.poll(() => w.stateOf("node-9"), POLL).toMatch(/^(approved|delivering)$/);
+      expect(await node9.getByTestId("card-feedback").textContent()).toContain("Queued node-9 (");
+      expect(await node9.getByTestId("join-explain").textContent()).toMatch(/^(Approved; |Its configuration is ready)/);
+      await expect.poll(() => w.focused(), POLL).toBe("join-hostname");
+      expect(await node9.getByTestId("retry").isHidden()).toBe(true);
+      const queued = w.server.cluster.getJoin(joinId);
+      expect(queued.failedError).toBeUndefined();
+      expect(queued.assignment).toEqual(assignment);
     });
 
     it("signs out: the watch stops and nothing of the code stays on the page", async () => {

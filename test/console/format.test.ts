@@ -2,6 +2,7 @@
 // failures in plain words, and the approval the dialog builds and previews.
 import { describe, expect, it } from "vitest";
 import {
+  JOIN_STATES,
   NetworkError,
   StratumApiError,
   TimeoutError,
@@ -20,7 +21,10 @@ import {
 } from "../../examples/console/src/assignment.js";
 import { registerCommand } from "../../examples/console/src/codes.js";
 import {
+  canFail,
+  canRetry,
   explainState,
+  failureInWords,
   installProgress,
   isRealNic,
   macsOf,
@@ -138,7 +142,19 @@ describe("machines", () => {
     );
     expect(
       explainState(join({ state: "failed", failedStepTitle: "Preparing disks", failedError: "no space" }), NOW),
-    ).toMatch(/^Preparing disks failed: no space\. Approve it again/);
+    ).toBe(
+      "Preparing disks failed: no space. Retry queues it again with the same assignment; approve it again to change the assignment first.",
+    );
+    // Failed by an operator: who, and their reason as written.
+    const byOperator = join({
+      state: "failed",
+      failedStep: "operator",
+      failedStepTitle: "Failed by alice",
+      failedError: "Powered off for good.",
+    });
+    expect(failureInWords(byOperator)).toBe("Failed by alice: Powered off for good");
+    expect(explainState(byOperator, NOW)).toMatch(/^Failed by alice: Powered off for good\. Retry queues it again/);
+    expect(failureInWords(join({ state: "failed", failedStep: "storage" }))).toBe("storage failed");
     expect(explainState(join({ state: "rejected", reason: "Not ours" }), NOW)).toBe("Rejected: Not ours");
     const upgrading = join({
       state: "needs-upgrade",
@@ -148,6 +164,11 @@ describe("machines", () => {
     expect(explainState(upgrading, NOW)).toMatch(
       /^Upgrading itself from 0\.5\.0 to 0\.6\.0; it can be approved once .*disk full/,
     );
+  });
+
+  it("offers Fail only while a join runs, and Retry once it failed", () => {
+    expect(JOIN_STATES.filter(canFail)).toEqual(["delivering", "installing"]);
+    expect(JOIN_STATES.filter(canRetry)).toEqual(["failed"]);
   });
 
   it("counts the install's steps and the time since delivery", () => {

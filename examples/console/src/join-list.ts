@@ -7,7 +7,7 @@
 
 import { JOIN_STATES, type JoinChange, type JoinState, type NodeJoin } from "@stratum/join";
 import { byTestId, h, nowrapIds } from "./dom.js";
-import { STATE_WORDS, machineName } from "./format.js";
+import { STATE_WORDS, failureInWords, machineName } from "./format.js";
 import { JoinCard, type CardActions } from "./join-card.js";
 
 /** How the list is ordered. */
@@ -218,7 +218,7 @@ function stateSentence(join: NodeJoin): string {
     case "joined":
       return `${who} joined the cluster${join.nodeId ? ` as node ${join.nodeId}` : ""}.`;
     case "failed":
-      return `${who} failed: ${join.failedStepTitle ?? join.failedStep ?? "a step"}${join.failedError ? `: ${join.failedError}` : ""}.`;
+      return `${who}: ${failureInWords(join)}.`;
     case "rejected":
       return `${who} was rejected.`;
     case "expired":

@@ -76,15 +76,7 @@ const codes = new JoinCodes();
 const dialog = new ApproveDialog({
   preview: async (join, approval, signal) =>
     (await session!.client.previewApproval(join.id, approval, { signal, timeoutMs: 10_000 })).assignment,
-  approve: async (join, approval) => {
-    const current = session!;
-    const approved = await current.client.approveNodeJoin(join.id, approval, {
-      signal: current.controller.signal,
-      timeoutMs: 15_000,
-    });
-    list.show(approved);
-    return approved;
-  },
+  approve: (join, approval) => act((client, o) => client.approveNodeJoin(join.id, approval, o)),
   apiUrl: () => session?.apiUrl ?? ui.apiUrl.value,
 });
 const list = new JoinList(JoinList.elements(), {
@@ -99,18 +91,21 @@ const list = new JoinList(JoinList.elements(), {
         );
       });
   },
-  reject: async (join, reason) => {
-    const current = session!;
-    const rejected = await current.client.rejectNodeJoin(
-      join.id,
-      { reason },
-      { signal: current.controller.signal, timeoutMs: 15_000 },
-    );
-    list.show(rejected);
-    return rejected;
-  },
+  reject: (join, reason) => act((client, o) => client.rejectNodeJoin(join.id, { reason }, o)),
+  fail: (join, reason) => act((client, o) => client.failNodeJoin(join.id, { reason }, o)),
+  retry: (join) => act((client, o) => client.retryNodeJoin(join.id, o)),
   apiUrl: () => session?.apiUrl ?? ui.apiUrl.value,
 });
+
+/** Runs an action on a join with the session's client and shows the join it answers with. */
+async function act(
+  call: (client: AdminClient, options: { signal: AbortSignal; timeoutMs: number }) => Promise<NodeJoin>,
+): Promise<NodeJoin> {
+  const current = session!;
+  const join = await call(current.client, { signal: current.controller.signal, timeoutMs: 15_000 });
+  list.show(join);
+  return join;
+}
 
 window.setInterval(() => {
   const now = Date.now();
@@ -243,7 +238,7 @@ function renderConnection(current: Session, now: number, error?: unknown): void 
     h(
       "p",
       {},
-      "What you see may be out of date. Approving, rejecting, minting and revoking are paused until it answers.",
+      "What you see may be out of date. Approving, rejecting, failing, retrying, minting and revoking are paused until it answers.",
     ),
   );
 }
