@@ -222,6 +222,77 @@ describe.runIf(runnable)(
       expect(queued.assignment).toEqual(assignment);
     });
 
+    it("says in plain words when the cluster's disk is full, pauses the writes, and sends the mint again once it saves", async () => {
+      w.step();
+      // The founder's answer while its disk is full (storage-faults.ts), stubbed for the mint only.
+      let full = true;
+      let refusals = 0;
+      await page.route("**/v1/admin/cluster/join-codes", async (route) => {
+        if (route.request().method() !== "POST" || !full) return route.fallback();
+        refusals++;
+        await route.fulfill({
+          status: 503,
+          headers: {
+            "content-type": "application/problem+json",
+            "retry-after": "1",
+            "access-control-allow-origin": "*",
+            "access-control-expose-headers": "Retry-After, X-Request-Id",
+          },
+          body: JSON.stringify({
+            type: "https://stratum.example/problems/storage-unavailable",
+            title: "Storage unavailable",
+            status: 503,
+            code: "STORAGE_UNAVAILABLE",
+            detail: "The founder cannot write its state (its disk is full); nothing was changed. Retry later.",
+            requestId: "req-disk-full",
+          }),
+        });
+      });
+      const rows = page.getByTestId("code-row");
+      const before = await rows.count();
+      const notice = page.getByTestId("storage");
+      const mint = page.getByTestId("mint");
+      const failVmA = w.card("vm-a").getByTestId("fail");
+      await mint.click();
+      await expect
+        .poll(() => notice.textContent(), POLL)
+        .toContain("The cluster's disk is full: nothing can be saved until space is freed on the founder.");
+      expect(await notice.getAttribute("role")).toBe("alert");
+      expect(await notice.textContent()).not.toMatch(/STORAGE_UNAVAILABLE|503/);
+      // The writes pause; reading does not: the list stays live.
+      expect(await mint.isDisabled()).toBe(true);
+      expect(await failVmA.isDisabled()).toBe(true);
+      expect(await rows.first().getByTestId("revoke").isDisabled()).toBe(true);
+      expect(await page.getByTestId("watch-state").textContent()).toBe("Live");
+      // It tries again, Retry-After apart, by itself.
+      await expect.poll(() => refusals, POLL).toBeGreaterThanOrEqual(2);
+      await checkpoint(page, "disk-full");
+
+      // Space is freed: the next try saves, the notice goes and the writes resume.
+      full = false;
+      await expect.poll(() => rows.count(), POLL).toBe(before + 1);
+      await expect.poll(() => notice.textContent(), POLL).toBe("");
+      expect(await page.getByTestId("mint-feedback").textContent()).toContain("Minted join code");
+      expect(await mint.isEnabled()).toBe(true);
+      expect(await failVmA.isEnabled()).toBe(true);
+
+      // Stop retrying: the mint is given up, said in plain words at its form, and nothing is paused.
+      full = true;
+      await mint.click();
+      const stop = notice.getByTestId("storage-stop");
+      await stop.click();
+      await expect
+        .poll(() => page.getByTestId("mint-feedback").textContent(), POLL)
+        .toContain(
+          "Could not mint a join code: the cluster's disk is full, so nothing was saved. Free space on the founder, then try again.",
+        );
+      expect(await notice.textContent()).toBe("");
+      expect(await mint.isEnabled()).toBe(true);
+      await expect.poll(() => w.focused(), POLL).toBe("mint-title");
+      expect(await rows.count()).toBe(before + 1);
+      await page.unroute("**/v1/admin/cluster/join-codes");
+    });
+
     it("signs out: the watch stops and nothing of the code stays on the page", async () => {
       w.step();
       await page.getByTestId("sign-out").click();

@@ -23,11 +23,13 @@ import {
 import { ApproveDialog } from "./approve-dialog.js";
 import { CODES_REFRESH_MS, JoinCodes } from "./codes.js";
 import { announce, byTestId, h } from "./dom.js";
-import { clearNetworkFeedback, FeedbackSpot } from "./feedback.js";
+import { StorageGate, withStorageGate } from "./disk-full.js";
+import { clearFeedback, FeedbackSpot } from "./feedback.js";
 import { clearMarkOnEdit, markField } from "./fields.js";
 import { machineName } from "./format.js";
 import { JoinList } from "./join-list.js";
 import { describeFailure } from "./messages.js";
+import { StorageNotice } from "./storage-notice.js";
 import { formatDuration } from "./time.js";
 
 const ui = {
@@ -73,6 +75,18 @@ let session: Session | undefined;
 const signInFeedback = new FeedbackSpot("sign-in-feedback", () => ui.signInTitle);
 ui.signInForm.append(signInFeedback.element);
 const codes = new JoinCodes();
+// Every write goes through the gate (withStorageGate, at sign-in): a full disk pauses them all.
+const storageNotice = new StorageNotice(
+  () => gate.stop(),
+  () => ui.mintTitle,
+);
+const gate = new StorageGate({
+  changed: (state) => {
+    storageNotice.show(state, Date.now());
+    refreshPaused();
+  },
+  saved: () => clearFeedback("storage"),
+});
 const dialog = new ApproveDialog({
   preview: async (join, approval, signal) =>
     (await session!.client.previewApproval(join.id, approval, { signal, timeoutMs: 10_000 })).assignment,
@@ -112,6 +126,7 @@ window.setInterval(() => {
   list.tick(now);
   codes.tick(now);
   if (session && !session.online) renderConnection(session, now);
+  storageNotice.tick(now);
 }, TICK_MS);
 
 // ------------------------------------------------------------------ signing in and out
@@ -146,7 +161,7 @@ async function signIn(apiUrl: string, token: string): Promise<void> {
   const controller = new AbortController();
   let client: AdminClient;
   try {
-    client = createAdminClient({ baseUrl: apiUrl, token, timeoutMs: 15_000 });
+    client = withStorageGate(createAdminClient({ baseUrl: apiUrl, token, timeoutMs: 15_000 }), gate);
     // One call first, so a wrong token or URL is told at the form rather than by a dead list.
     await client.listNodeJoins({ signal: controller.signal });
   } catch (error) {
@@ -201,14 +216,28 @@ function setOnline(current: Session, online: boolean, retryInMs?: number, error?
   }
   list.setOnline(online);
   codes.setOnline(online);
-  dialog.setPaused(online ? undefined : "The server is not answering: approving is paused until it does.");
+  refreshPaused();
   ui.watchState.textContent = online ? "Live" : "Not answering";
   ui.watchState.className = `watch ${online ? "live" : "retrying"}`;
   renderConnection(current, Date.now(), error);
   if (online && !was) {
-    clearNetworkFeedback();
+    clearFeedback("network");
     announce("The server answers again; the list is up to date.");
   }
+}
+
+/** Pauses the writes while the founder's disk is full, and approving too while the server does not answer. */
+function refreshPaused(): void {
+  const full = gate.state !== undefined;
+  list.setWritable(!full);
+  codes.setWritable(!full);
+  dialog.setPaused(
+    session && !session.online
+      ? "The server is not answering: approving is paused until it does."
+      : full
+        ? "The cluster's disk is full: approving is paused until it saves again."
+        : undefined,
+  );
 }
 
 /** The notice while the server does not answer; empty (and hidden) otherwise. */
