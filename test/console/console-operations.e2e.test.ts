@@ -23,6 +23,7 @@ describe.runIf(runnable)(
   () => {
     const w = new ConsoleWorld("operations");
     let page: Page;
+    const isFocused = (locator: Locator) => locator.evaluate((el) => el === document.activeElement);
     let code = "";
 
     beforeAll(async () => {
@@ -120,7 +121,6 @@ describe.runIf(runnable)(
     it("approves a machine with the keyboard alone; the dialog traps and restores focus", async () => {
       w.step();
       const approve = w.card("vm-a").getByTestId("approve");
-      const isFocused = (locator: Locator) => locator.evaluate((el) => el === document.activeElement);
       await page.getByTestId("joins-sort").focus();
       for (let i = 0; i < 60 && !(await isFocused(approve)); i++) await page.keyboard.press("Tab");
       expect(await isFocused(approve)).toBe(true);
@@ -152,6 +152,145 @@ describe.runIf(runnable)(
       const waiting = (await w.card("vm-a").getByTestId("join-explain").textContent())!;
       expect(waiting).toMatch(/^Approved; \S/);
       expect(waiting).not.toMatch(/queued: queued/i);
+    });
+
+    it("fails a machine that stopped reporting, with a reason, from the keyboard; Retry queues it again", async () => {
+      w.step();
+      const node9 = w.card("node-9");
+      const joinId = w.machines.get("node-9")!.session.joinId;
+      // Approved before the others and never collected its configuration: it holds the queue.
+      await expect.poll(() => w.stateOf("node-9"), POLL).toBe("delivering");
+      expect(await w.stateOf("vm-a")).toBe("approved");
+      expect(await node9.getByTestId("reject").isHidden()).toBe(true);
+      expect(await node9.getByTestId("retry").isHidden()).toBe(true);
+      expect(await w.card("vm-a").getByTestId("fail").isHidden()).toBe(true); // queued, not running
+
+      const fail = node9.getByTestId("fail");
+      const reason = node9.getByTestId("fail-reason");
+      await fail.focus();
+      await page.keyboard.press("Enter");
+      await expect.poll(() => w.focused(), POLL).toBe("fail-reason");
+      expect(await fail.getAttribute("aria-expanded")).toBe("true");
+      // Cancel closes the step and gives the focus back to Fail….
+      await node9.getByTestId("fail-cancel").click();
+      expect(await node9.getByTestId("fail-form").isHidden()).toBe(true);
+      await expect.poll(() => isFocused(fail), POLL).toBe(true);
+
+      // A reason is required: an empty one is refused at the field, and nothing is sent.
+      await page.keyboard.press("Enter");
+      await expect.poll(() => w.focused(), POLL).toBe("fail-reason");
+      await page.keyboard.press("Enter");
+      expect(await reason.getAttribute("aria-invalid")).toBe("true");
+      expect(await node9.getByTestId("fail-reason-error").textContent()).toBe(
+        "Give a reason: it is kept as the join's error.",
+      );
+      await checkpoint(page, "fail-reason");
+      expect(w.server.cluster.getJoin(joinId).state).toBe("delivering");
+      await page.keyboard.type("Powered off for a disk swap");
+      expect(await reason.getAttribute("aria-invalid")).toBeNull();
+      await page.keyboard.press("Enter");
+
+      await expect.poll(() => w.stateOf("node-9"), POLL).toBe("failed");
+      expect(await node9.getByTestId("join-explain").textContent()).toBe(
+        "Failed by bootstrap-admin: Powered off for a disk swap. Retry queues it again with the same assignment; approve it again to change the assignment first.",
+      );
+      expect(await node9.getByTestId("card-feedback").textContent()).toContain(
+        "Failed node-9 (" + joinId + ", pairing code ",
+      );
+      expect(await node9.getByTestId("card-feedback").textContent()).toContain("“Powered off for a disk swap”");
+      await expect.poll(() => w.focused(), POLL).toBe("join-hostname");
+      expect(await node9.getByTestId("fail").isHidden()).toBe(true);
+      expect(w.server.cluster.getJoin(joinId)).toMatchObject({
+        state: "failed",
+        failedStep: "operator",
+        failedError: "Powered off for a disk swap",
+      });
+      // The queue is free: vm-a, approved behind it, is delivered now.
+      await expect.poll(() => w.stateOf("vm-a"), POLL).toBe("delivering");
+      await checkpoint(page, "failed");
+
+      // Retry: queued again with the assignment it had, its failure cleared.
+      const assignment = w.server.cluster.getJoin(joinId).assignment;
+      await node9.getByTestId("retry").click();
+      await expect.poll(() => w.stateOf("node-9"), POLL).toMatch(/^(approved|delivering)$/);
+      expect(await node9.getByTestId("card-feedback").textContent()).toContain("Queued node-9 (");
+      expect(await node9.getByTestId("join-explain").textContent()).toMatch(/^(Approved; |Its configuration is ready)/);
+      await expect.poll(() => w.focused(), POLL).toBe("join-hostname");
+      expect(await node9.getByTestId("retry").isHidden()).toBe(true);
+      const queued = w.server.cluster.getJoin(joinId);
+      expect(queued.failedError).toBeUndefined();
+      expect(queued.assignment).toEqual(assignment);
+    });
+
+    it("says in plain words when the cluster's disk is full, pauses the writes, and sends the mint again once it saves", async () => {
+      w.step();
+      // The founder's answer while its disk is full (storage-faults.ts), stubbed for the mint only.
+      let full = true;
+      let refusals = 0;
+      await page.route("**/v1/admin/cluster/join-codes", async (route) => {
+        if (route.request().method() !== "POST" || !full) return route.fallback();
+        refusals++;
+        await route.fulfill({
+          status: 503,
+          headers: {
+            "content-type": "application/problem+json",
+            "retry-after": "1",
+            "access-control-allow-origin": "*",
+            "access-control-expose-headers": "Retry-After, X-Request-Id",
+          },
+          body: JSON.stringify({
+            type: "https://stratum.example/problems/storage-unavailable",
+            title: "Storage unavailable",
+            status: 503,
+            code: "STORAGE_UNAVAILABLE",
+            detail: "The founder cannot write its state (its disk is full); nothing was changed. Retry later.",
+            requestId: "req-disk-full",
+          }),
+        });
+      });
+      const rows = page.getByTestId("code-row");
+      const before = await rows.count();
+      const notice = page.getByTestId("storage");
+      const mint = page.getByTestId("mint");
+      const failVmA = w.card("vm-a").getByTestId("fail");
+      await mint.click();
+      await expect
+        .poll(() => notice.textContent(), POLL)
+        .toContain("The cluster's disk is full: nothing can be saved until space is freed on the founder.");
+      expect(await notice.getAttribute("role")).toBe("alert");
+      expect(await notice.textContent()).not.toMatch(/STORAGE_UNAVAILABLE|503/);
+      // The writes pause; reading does not: the list stays live.
+      expect(await mint.isDisabled()).toBe(true);
+      expect(await failVmA.isDisabled()).toBe(true);
+      expect(await rows.first().getByTestId("revoke").isDisabled()).toBe(true);
+      expect(await page.getByTestId("watch-state").textContent()).toBe("Live");
+      // It tries again, Retry-After apart, by itself.
+      await expect.poll(() => refusals, POLL).toBeGreaterThanOrEqual(2);
+      await checkpoint(page, "disk-full");
+
+      // Space is freed: the next try saves, the notice goes and the writes resume.
+      full = false;
+      await expect.poll(() => rows.count(), POLL).toBe(before + 1);
+      await expect.poll(() => notice.textContent(), POLL).toBe("");
+      expect(await page.getByTestId("mint-feedback").textContent()).toContain("Minted join code");
+      expect(await mint.isEnabled()).toBe(true);
+      expect(await failVmA.isEnabled()).toBe(true);
+
+      // Stop retrying: the mint is given up, said in plain words at its form, and nothing is paused.
+      full = true;
+      await mint.click();
+      const stop = notice.getByTestId("storage-stop");
+      await stop.click();
+      await expect
+        .poll(() => page.getByTestId("mint-feedback").textContent(), POLL)
+        .toContain(
+          "Could not mint a join code: the cluster's disk is full, so nothing was saved. Free space on the founder, then try again.",
+        );
+      expect(await notice.textContent()).toBe("");
+      expect(await mint.isEnabled()).toBe(true);
+      await expect.poll(() => w.focused(), POLL).toBe("mint-title");
+      expect(await rows.count()).toBe(before + 1);
+      await page.unroute("**/v1/admin/cluster/join-codes");
     });
 
     it("signs out: the watch stops and nothing of the code stays on the page", async () => {

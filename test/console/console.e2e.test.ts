@@ -12,7 +12,7 @@
 // (`CI` set, as .ci/run does after installing chromium) it runs and fails without it.
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseJoinCode, parsePairingCode } from "../../src/index.js";
+import { parseJoinCode, parsePairingCode, type Assignment } from "../../src/index.js";
 import { reportProgress, waitForRegistration } from "../../src/node/index.js";
 import { checkpoint } from "./checkpoint.js";
 import { ConsoleWorld, POLL, runnable } from "./harness.js";
@@ -25,9 +25,25 @@ describe.runIf(runnable)("the console example in Chromium: approving machines", 
   let code = "";
   let url = "";
 
+  /** The bodies the page sent to approval-preview, the founder's answers, and the requests the page aborted. */
+  const previewRequests: { assignment?: Record<string, unknown> }[] = [];
+  const previewAnswers: Assignment[] = [];
+  const abortedPreviews: string[] = [];
+
   beforeAll(async () => {
     await w.open();
     page = w.page;
+    const isPreview = (url: string) => url.endsWith("/approval-preview");
+    page.on("request", (request) => {
+      if (isPreview(request.url()) && request.method() === "POST") previewRequests.push(request.postDataJSON());
+    });
+    page.on("requestfailed", (request) => {
+      if (isPreview(request.url())) abortedPreviews.push(request.failure()?.errorText ?? "");
+    });
+    page.on("response", (response) => {
+      if (isPreview(response.url()) && response.status() === 200)
+        void response.json().then((body: { assignment: Assignment }) => previewAnswers.push(body.assignment));
+    });
   }, 120_000);
   afterAll(() => w.close());
 
@@ -163,27 +179,51 @@ describe.runIf(runnable)("the console example in Chromium: approving machines", 
     await checkpoint(page, "pending");
   });
 
-  it("approves node-2 with an edited assignment, and follows its install to joined", async () => {
+  it("approves node-2 with an edited assignment as the founder previewed it, and follows its install to joined", async () => {
     w.step();
     const node2 = w.machines.get("node-2")!;
     await w.card("node-2").getByTestId("approve").click();
     const dialog = page.getByTestId("approve-dialog");
     await dialog.waitFor({ state: "visible" });
     await expect.poll(() => w.focused(), POLL).toBe("approve-name");
+    // What the dialog shows is the founder's own preview: its defaults fill the fields left to it.
     await expect
       .poll(() => dialog.getByTestId("approve-preview").textContent(), POLL)
       .toContain("Managementenp87s0, 192.0.2.22");
     expect(await dialog.getByTestId("approve-preview").textContent()).toContain("VM uplinkenp87s0, bridged, VLAN 100");
     expect(await dialog.getByTestId("approve-mgmtAddress").inputValue()).toBe("192.0.2.22");
+    expect(await dialog.getByTestId("approve-name").inputValue()).toBe("node-2");
     // The system disk is shown, not offered; the blank data disk becomes a Ceph OSD (no wipe to confirm).
     expect(await dialog.textContent()).toContain("nvme0n1, 512 GB: system disk");
     await dialog.getByTestId("approve-disk-nvme1n1-choice").selectOption("ceph-osd");
     expect(await dialog.getByTestId("approve-disk-nvme1n1-confirm").isHidden()).toBe(true);
+
+    // An edit while the founder's answer to the last one is still out: that request is aborted,
+    // approving waits for the answer to the edit, and only that answer is shown.
+    await page.route("**/approval-preview", async (route) => {
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      await route.continue().catch(() => {}); // aborted by the page meanwhile
+    });
+    await dialog.getByTestId("approve-name").fill("node-2-draft");
+    await expect.poll(() => previewRequests.at(-1)?.assignment?.name, POLL).toBe("node-2-draft");
+    const asked = previewRequests.length;
+    expect(await dialog.getByTestId("approve-confirm").isDisabled()).toBe(true);
+    expect(await dialog.getByTestId("approve-preview-pending").isVisible()).toBe(true);
     await dialog.getByTestId("approve-name").fill("rack2-node-2");
+    await expect.poll(() => abortedPreviews.length, POLL).toBeGreaterThan(0);
+    await page.unroute("**/approval-preview");
     await expect
       .poll(() => dialog.getByTestId("approve-preview").textContent(), POLL)
       .toContain("nvme1n1 becomes a Ceph OSD");
     expect(await dialog.getByTestId("approve-preview").textContent()).toContain("Namerack2-node-2");
+    expect(previewRequests.length).toBe(asked + 1);
+    expect(previewRequests.at(-1)).toMatchObject({ assignment: { name: "rack2-node-2" } });
+    // Fields left to the founder are not sent: it fills them itself.
+    expect(previewRequests.at(-1)!.assignment).not.toHaveProperty("mgmt");
+    expect(await dialog.getByTestId("approve-confirm").isEnabled()).toBe(true);
+    await expect.poll(() => previewAnswers.at(-1)?.name, POLL).toBe("rack2-node-2");
+    const previewed = previewAnswers.at(-1)!;
+    expect(previewed).toMatchObject({ name: "rack2-node-2", mgmt: { interface: "enp87s0", address: "192.0.2.22" } });
     await checkpoint(page, "approve-dialog");
 
     await dialog.getByTestId("approve-confirm").click();
@@ -194,8 +234,9 @@ describe.runIf(runnable)("the console example in Chromium: approving machines", 
     const success = (await w.card("node-2").getByTestId("card-feedback").textContent())!;
     expect(success).toContain(`Approved node-2 (${node2.session.joinId}, pairing code ${node2.session.pairingCode})`);
     expect(success).toMatch(/it becomes node n-/);
+    // The founder applied exactly what it previewed.
     const stored = w.server.cluster.getJoin(node2.session.joinId);
-    expect(stored.assignment?.name).toBe("rack2-node-2");
+    expect(stored.assignment).toEqual(previewed);
     expect(stored.assignment?.disks).toEqual([
       expect.objectContaining({ key: "eui.0000000000000122", role: "ceph-osd" }),
     ]);
@@ -251,41 +292,73 @@ describe.runIf(runnable)("the console example in Chromium: approving machines", 
     await checkpoint(page, "joined");
   });
 
-  it("shows the founder's refusal on the fields it names, keeps the dialog open, and approves once fixed (390 px)", async () => {
+  it("shows the founder's refusals from its preview on the fields they name before approving, and approves once fixed (390 px)", async () => {
     w.step();
     await page.setViewportSize({ width: 390, height: 844 });
     const node3 = w.machines.get("node-3")!;
     await w.card("node-3").getByTestId("approve").click();
     const dialog = page.getByTestId("approve-dialog");
     await dialog.waitFor({ state: "visible" });
-    await expect.poll(() => dialog.getByTestId("approve-preview").textContent(), POLL).toContain("enp87s0, 192.0.2.22");
-    await dialog.getByTestId("approve-disk-nvme1n1-choice").selectOption("ceph-osd");
-    // The disk holds data: its wipe confirmation appears, left empty for now.
-    await dialog.getByTestId("approve-disk-nvme1n1-confirm").waitFor({ state: "visible" });
-    await dialog.getByTestId("approve-confirm").click();
-
     const address = dialog.getByTestId("approve-mgmtAddress");
+    const addressError = page.locator("#approve-mgmtAddress-error");
+    const status = dialog.getByTestId("approve-preview-status");
+    // node-3 is a clone of node-2's network: the founder's default address is node-2's. Its
+    // preview says so on the address field at once, before anything is approved.
     await expect.poll(() => address.getAttribute("aria-invalid"), POLL).toBe("true");
-    expect(await page.locator("#approve-mgmtAddress-error").textContent()).toContain("192.0.2.22 is already held");
+    expect(await addressError.textContent()).toContain("192.0.2.22 is already held");
+    expect(await status.textContent()).toContain("The cluster would refuse these choices");
+    expect(await dialog.getByTestId("approve-preview").textContent()).toBe("");
+    expect(await dialog.getByTestId("approve-feedback").textContent()).toBe("");
+    expect(await w.focused()).toBe("approve-name"); // a preview never moves the focus
+
+    // The management link on the other card: the founder picks that card's address.
+    await dialog.getByTestId("approve-mgmtInterface").selectOption("enp2s0f0");
+    await expect.poll(() => address.inputValue(), POLL).toBe("198.51.100.23");
+    expect(await address.getAttribute("aria-invalid")).toBeNull();
+    await expect
+      .poll(() => dialog.getByTestId("approve-preview").textContent(), POLL)
+      .toContain("Managementenp2s0f0, 198.51.100.23");
+    // The disk holds data: its wipe confirmation appears, and the founder wants it typed.
+    await dialog.getByTestId("approve-disk-nvme1n1-choice").selectOption("ceph-osd");
     const confirm = dialog.getByTestId("approve-disk-nvme1n1-confirm");
-    expect(await confirm.getAttribute("aria-invalid")).toBe("true");
+    await confirm.waitFor({ state: "visible" });
+    await expect.poll(() => confirm.getAttribute("aria-invalid"), POLL).toBe("true");
     expect(await page.locator("#approve-disk-nvme1n1-confirm-error").textContent()).toContain("holds data");
-    expect(await dialog.isVisible()).toBe(true);
-    await expect.poll(() => w.focused(), POLL).toBe("approve-mgmtAddress");
+
+    // An edit that collides: an address another machine holds, told on the field before approving.
+    await address.fill("192.0.2.22");
+    await expect.poll(() => addressError.textContent(), POLL).toContain("192.0.2.22 is already held");
+    expect(await address.getAttribute("aria-invalid")).toBe("true");
+    expect(await confirm.getAttribute("aria-invalid")).toBe("true");
+    await checkpoint(page, "approve-refused", 390);
+
+    // Approving anyway gets the same refusal from the approval, and the focus goes to the first field.
+    await dialog.getByTestId("approve-confirm").click();
+    await expect.poll(() => dialog.getByTestId("approve-feedback").textContent(), POLL).toContain("Could not approve");
     const summary = (await dialog.getByTestId("approve-feedback").textContent())!;
     expect(summary).toContain("Could not approve node-3: the cluster refused this assignment. Fix the marked fields");
     expect(summary).toContain("Reference: code JOIN_APPROVAL_REFUSED");
-    await checkpoint(page, "approve-refused", 390);
+    expect(await dialog.isVisible()).toBe(true);
+    await expect.poll(() => w.focused(), POLL).toBe("approve-mgmtAddress");
+    expect(await addressError.textContent()).toContain("192.0.2.22 is already held");
 
-    // Fix: the management link on the other card (its address follows), and the typed key.
-    await dialog.getByTestId("approve-mgmtInterface").selectOption("enp2s0f0");
-    expect(await address.inputValue()).toBe("198.51.100.23");
+    // Fix: the address emptied (the card's own again, the founder's choice), and the typed key.
+    await address.fill("");
     await confirm.fill("eui.0000000000000123");
+    await expect
+      .poll(() => dialog.getByTestId("approve-preview").textContent(), POLL)
+      .toContain("nvme1n1 becomes a Ceph OSD (wiped)");
+    expect(await dialog.getByTestId("approve-preview").textContent()).toContain("Managementenp2s0f0, 198.51.100.23");
     expect(await confirm.getAttribute("aria-invalid")).toBeNull();
+    expect(await address.getAttribute("aria-invalid")).toBeNull();
+    expect(await status.textContent()).toBe("");
+    await expect.poll(() => previewAnswers.at(-1)?.disks?.[0]?.confirm, POLL).toBe("eui.0000000000000123");
+    const previewed = previewAnswers.at(-1)!;
     await dialog.getByTestId("approve-confirm").click();
     await dialog.waitFor({ state: "hidden" });
     await expect.poll(() => w.stateOf("node-3"), POLL).toMatch(/approved|delivering/);
     const stored = w.server.cluster.getJoin(node3.session.joinId);
+    expect(stored.assignment).toEqual(previewed);
     expect(stored.assignment?.mgmt).toMatchObject({ interface: "enp2s0f0", address: "198.51.100.23" });
     expect(stored.assignment?.disks).toEqual([
       expect.objectContaining({ role: "ceph-osd", confirm: "eui.0000000000000123" }),

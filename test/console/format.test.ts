@@ -1,19 +1,30 @@
 // The console's pure parts, without a browser: times, machine descriptions, install progress,
 // failures in plain words, and the approval the dialog builds and previews.
 import { describe, expect, it } from "vitest";
-import { NetworkError, StratumApiError, TimeoutError, type Inventory, type NodeJoin } from "../../src/index.js";
+import {
+  JOIN_STATES,
+  NetworkError,
+  StratumApiError,
+  TimeoutError,
+  type Assignment,
+  type Inventory,
+  type NodeJoin,
+} from "../../src/index.js";
 import {
   approvalFromDraft,
   describeAssignment,
   draftFromJoin,
+  fieldsOf,
   fieldTarget,
-  localPreview,
   mgmtCandidates,
   sentDiskNames,
 } from "../../examples/console/src/assignment.js";
 import { registerCommand } from "../../examples/console/src/codes.js";
 import {
+  canFail,
+  canRetry,
   explainState,
+  failureInWords,
   installProgress,
   isRealNic,
   macsOf,
@@ -131,7 +142,19 @@ describe("machines", () => {
     );
     expect(
       explainState(join({ state: "failed", failedStepTitle: "Preparing disks", failedError: "no space" }), NOW),
-    ).toMatch(/^Preparing disks failed: no space\. Approve it again/);
+    ).toBe(
+      "Preparing disks failed: no space. Retry queues it again with the same assignment; approve it again to change the assignment first.",
+    );
+    // Failed by an operator: who, and their reason as written.
+    const byOperator = join({
+      state: "failed",
+      failedStep: "operator",
+      failedStepTitle: "Failed by alice",
+      failedError: "Powered off for good.",
+    });
+    expect(failureInWords(byOperator)).toBe("Failed by alice: Powered off for good");
+    expect(explainState(byOperator, NOW)).toMatch(/^Failed by alice: Powered off for good\. Retry queues it again/);
+    expect(failureInWords(join({ state: "failed", failedStep: "storage" }))).toBe("storage failed");
     expect(explainState(join({ state: "rejected", reason: "Not ours" }), NOW)).toBe("Rejected: Not ours");
     const upgrading = join({
       state: "needs-upgrade",
@@ -141,6 +164,11 @@ describe("machines", () => {
     expect(explainState(upgrading, NOW)).toMatch(
       /^Upgrading itself from 0\.5\.0 to 0\.6\.0; it can be approved once .*disk full/,
     );
+  });
+
+  it("offers Fail only while a join runs, and Retry once it failed", () => {
+    expect(JOIN_STATES.filter(canFail)).toEqual(["delivering", "installing"]);
+    expect(JOIN_STATES.filter(canRetry)).toEqual(["failed"]);
   });
 
   it("counts the install's steps and the time since delivery", () => {
@@ -212,50 +240,49 @@ describe("failures in plain words", () => {
 });
 
 describe("the approval", () => {
-  it("starts from the founder's defaults: the hostname, hybrid, the card holding the source address", () => {
+  it("starts from nothing chosen: the founder's preview fills the fields, the inventory lists the disks", () => {
     const draft = draftFromJoin(join());
-    expect(draft).toMatchObject({
-      name: "node-2",
-      role: "hybrid",
-      mgmtInterface: "enp87s0",
-      mgmtAddress: "192.0.2.22",
-    });
+    expect(draft.fields).toEqual({});
+    // Nothing chosen is nothing sent: the founder applies its own defaults.
+    expect(approvalFromDraft(draft)).toEqual({});
     expect(draft.disks.map((d) => [d.name, d.key, d.system, d.data])).toEqual([
       ["nvme0n1", "eui.0", true, undefined],
       ["nvme1n1", "eui.1", false, "filesystem (ext4)"],
       ["sda", "/dev/disk/by-id/ata-X", false, undefined],
       ["sdb", undefined, false, undefined],
     ]);
-    // Over loopback (a joiner on the founder's own computer): the first wired card with an address.
-    expect(draftFromJoin(join({ sourceAddr: "127.0.0.1" }))).toMatchObject({
+    expect(draftFromJoin(join({ inventory: undefined })).disks).toEqual([]);
+    expect(mgmtCandidates(join()).map((c) => [c.name, c.address])).toEqual([
+      ["enp87s0", "192.0.2.22"],
+      ["enp2s0f0", undefined],
+      ["wlp3s0", "10.1.0.9"],
+    ]);
+    expect(fieldsOf({ name: "node-2", mgmt: { interface: "enp87s0", address: "192.0.2.22" } })).toEqual({
+      name: "node-2",
+      role: "hybrid",
       mgmtInterface: "enp87s0",
       mgmtAddress: "192.0.2.22",
+      mgmtGateway: "",
     });
-    expect(draftFromJoin(join({ inventory: undefined, sourceAddr: "127.0.0.1" }))).toMatchObject({
-      mgmtInterface: "",
-      disks: [],
-    });
-    expect(mgmtCandidates(join()).map((c) => c.name)).toEqual(["enp87s0", "enp2s0f0", "wlp3s0"]);
   });
 
-  it("sends only the disks given a role, with their typed confirmation, in the order field errors count", () => {
+  it("sends only what the operator chose, the disks given a role with their typed confirmation, in the order field errors count", () => {
     const draft = draftFromJoin(join());
     draft.disks[1]!.choice = "ceph-osd";
     draft.disks[1]!.confirm = " eui.1 ";
     draft.disks[2]!.choice = "compute";
-    draft.mgmtAddress = "192.0.2.40/24";
-    draft.mgmtGateway = "192.0.2.1";
+    draft.fields = { mgmtAddress: "192.0.2.40/24", mgmtGateway: " 192.0.2.1 ", name: "  " };
     expect(approvalFromDraft(draft)).toEqual({
       assignment: {
-        name: "node-2",
-        role: "hybrid",
-        mgmt: { interface: "enp87s0", address: "192.0.2.40/24", gateway: "192.0.2.1" },
+        mgmt: { address: "192.0.2.40/24", gateway: "192.0.2.1" },
         disks: [
           { key: "eui.1", role: "ceph-osd", confirm: "eui.1" },
           { key: "/dev/disk/by-id/ata-X", role: "compute" },
         ],
       },
     });
+    // Another role is sent as chosen: the founder's refusal at `role` says why.
+    expect(approvalFromDraft({ fields: { role: "storage" }, disks: [] })).toEqual({ assignment: { role: "storage" } });
     const sent = sentDiskNames(draft);
     expect(sent).toEqual(["nvme1n1", "sda"]);
     expect(fieldTarget("disks[0].confirm", sent)).toEqual({ kind: "disk", disk: "nvme1n1", part: "confirm" });
@@ -266,36 +293,23 @@ describe("the approval", () => {
     expect(fieldTarget("disks[5].key", sent)).toEqual({ kind: "general" });
   });
 
-  it("previews the founder's defaults for what the operator left out, the uplink from the cluster's networks", () => {
-    const networks = {
-      storage: { cidr: "10.90.0.0/24" },
-      overlay: { cidr: "10.91.0.0/24" },
-      providerTopology: "bridged" as const,
-      providerVlan: 100,
-      providerUpstreamInterface: "enp87s0",
-      providerUpstreamPurpose: "mgmt" as const,
-    };
-    const preview = localPreview(join(), { assignment: { mgmt: { interface: "enp2s0f0" } } }, networks);
-    expect(preview.assignment).toMatchObject({
+  it("describes the founder's assignment in lines a person checks, disks by their kernel names", () => {
+    const draft = draftFromJoin(join());
+    const assignment: Assignment = {
       name: "node-2",
       role: "hybrid",
       mgmt: { interface: "enp2s0f0" },
+      disks: [{ key: "eui.1", role: "ceph-osd", confirm: "eui.1" }],
       provider: { topology: "bridged", vlan: 100, upstreamInterface: "enp2s0f0" },
-    });
-    expect(localPreview(join(), {}, undefined).assignment.mgmt).toEqual({
-      interface: "enp87s0",
-      address: "192.0.2.22",
-    });
-    const draft = draftFromJoin(join());
-    const withDisk = { ...preview.assignment, disks: [{ key: "eui.1", role: "ceph-osd" as const, confirm: "eui.1" }] };
-    expect(describeAssignment(withDisk, draft.disks)).toEqual([
+    };
+    expect(describeAssignment(assignment, draft.disks)).toEqual([
       ["Name", "node-2"],
       ["Role", "hybrid"],
       ["Management", "enp2s0f0"],
       ["Disks", "nvme1n1 becomes a Ceph OSD (wiped)"],
       ["VM uplink", "enp2s0f0, bridged, VLAN 100"],
     ]);
-    expect(localPreview(join({ sourceAddr: "127.0.0.1" }), {}, undefined).notes[0]).toMatch(/first wired card/);
+    expect(describeAssignment({}, draft.disks)[3]).toEqual(["Disks", "all left as they are"]);
   });
 });
 

@@ -1,27 +1,29 @@
 /**
  * The approval as a confirm step: a modal dialog that shows what the machine becomes (the
- * assignment the founder will apply), lets the operator change its name, role, management
- * interface and address and what each data disk becomes (with the typed wipe confirmation),
- * and shows the founder's refusals on the fields they name, staying open to fix and retry.
+ * founder's own preview of the assignment it will apply), lets the operator change its name,
+ * role, management interface and address and what each data disk becomes (with the typed
+ * wipe confirmation), and shows the founder's refusals on the fields they name, from the
+ * preview before approving and from the approval itself, staying open to fix and retry.
+ * Fields the operator has not edited show the founder's choice and are not sent.
  * @module
  */
 
 import type { Approval, Assignment, NodeJoin } from "@stratum/join";
 import {
-  addressOf,
   approvalFromDraft,
-  describeAssignment,
   draftFromJoin,
+  fieldsOf,
   fieldTarget,
   mgmtCandidates,
   needsConfirm,
   sentDiskNames,
   type ApprovalDraft,
-  type AssignmentPreview,
   type DiskChoice,
+  type DraftField,
   type FieldTarget,
   type NodeRole,
 } from "./assignment.js";
+import { ApprovalPreview, type PreviewOutcome } from "./approve-preview.js";
 import { groupedCode, h, openModal } from "./dom.js";
 import { FeedbackSpot } from "./feedback.js";
 import { labelledField, markField, type Control } from "./fields.js";
@@ -30,16 +32,13 @@ import { describeFailure, type FailureReport } from "./messages.js";
 
 /** What the dialog asks of the page. */
 export interface ApproveDialogDeps {
-  /** The assignment the founder will apply (see assignment.ts `previewAssignment`). */
-  preview(join: NodeJoin, approval: Approval, signal: AbortSignal): Promise<AssignmentPreview>;
+  /** The assignment the founder would apply for `approval` (admin client `previewApproval`); rejects as the approval would. */
+  preview(join: NodeJoin, approval: Approval, signal: AbortSignal): Promise<Assignment>;
   /** Approves; resolves with the approved join or rejects with the SDK's error. */
   approve(join: NodeJoin, approval: Approval): Promise<NodeJoin>;
   /** The API's base URL, for a failure's wording. */
   apiUrl(): string;
 }
-
-/** How long edits settle before the preview is asked again (one call per pause in typing, not per key). */
-const PREVIEW_DEBOUNCE_MS = 250;
 
 const ROLES: [NodeRole, string][] = [
   ["hybrid", "Hybrid"],
@@ -64,24 +63,26 @@ export class ApproveDialog {
   private join: NodeJoin | undefined;
   private draft: ApprovalDraft | undefined;
   private controller = new AbortController();
-  private online = true;
+  private paused: string | undefined;
   private busy = false;
-  private timer: number | undefined;
   private readonly general = new FeedbackSpot("approve-feedback", () => this.title);
   private readonly title = h("h2", { id: "approve-title", tabindex: "-1" });
-  private readonly preview = h("dl", { class: "preview-list", "data-testid": "approve-preview" });
-  private readonly notes = h("ul", { class: "preview-notes" });
+  private readonly preview: ApprovalPreview;
   private readonly fields = h("div", { class: "approve-fields" });
   private readonly submit = h("button", { type: "submit", class: "primary", "data-testid": "approve-confirm" });
-  private readonly offline = h(
-    "p",
-    { class: "offline-note", hidden: "" },
-    "The server is not answering: approving is paused until it does.",
-  );
+  private readonly pausedNote = h("p", { class: "offline-note", "data-testid": "approve-paused", hidden: "" });
   private controls = new Map<string, Control>();
+  /** The fields the operator has edited in this opening. */
+  private touched = new Set<DraftField>();
   private resolve: ((approved: NodeJoin | undefined) => void) | undefined;
 
   constructor(private readonly deps: ApproveDialogDeps) {
+    this.preview = new ApprovalPreview({
+      fetch: (approval, signal) => this.deps.preview(this.join!, approval, signal),
+      apiUrl: () => this.deps.apiUrl(),
+      settled: (outcome) => this.previewSettled(outcome),
+      changed: () => this.refreshSubmit(),
+    });
     const cancel = h("button", { type: "button", "data-testid": "approve-cancel" }, "Cancel");
     cancel.addEventListener("click", () => this.element.close());
     const form = h(
@@ -91,14 +92,8 @@ export class ApproveDialog {
       h("div", { class: "approve-who", "data-testid": "approve-who" }),
       this.general.element,
       this.fields,
-      h(
-        "section",
-        { class: "preview", "aria-labelledby": "preview-title" },
-        h("h3", { id: "preview-title" }, "What the cluster will apply"),
-        this.preview,
-        this.notes,
-      ),
-      this.offline,
+      this.preview.element,
+      this.pausedNote,
       h("div", { class: "dialog-actions" }, this.submit, cancel),
     );
     form.addEventListener("submit", (event) => {
@@ -108,7 +103,7 @@ export class ApproveDialog {
     this.element.append(form);
     this.element.addEventListener("close", () => {
       this.controller.abort();
-      window.clearTimeout(this.timer);
+      this.preview.stop();
       this.resolve?.(undefined);
       this.resolve = undefined;
     });
@@ -123,22 +118,30 @@ export class ApproveDialog {
     this.draft = draftFromJoin(join);
     this.controller = new AbortController();
     this.general.clear();
-    this.preview.replaceChildren();
-    this.notes.replaceChildren();
+    this.preview.reset(this.controller.signal, this.draft.disks);
     this.title.textContent = `Approve ${join.hostname || join.id}?`;
     this.renderWho(join);
     this.renderFields(join, this.draft);
+    this.preview.refresh(approvalFromDraft(this.draft));
     this.refreshSubmit();
-    void this.refreshPreview();
     const done = new Promise<NodeJoin | undefined>((resolve) => (this.resolve = resolve));
     openModal(this.element, this.controls.get("name")!, restore);
     return done;
   }
 
-  /** Pauses or resumes approving with the server's reachability. */
-  setOnline(online: boolean): void {
-    this.online = online;
-    this.offline.hidden = online;
+  /**
+   * Pauses approving, saying why in the dialog (the server does not answer, its disk is full),
+   * or resumes it (`undefined`), asking the preview again if it could not be had meanwhile.
+   */
+  setPaused(reason: string | undefined): void {
+    const resumed = this.paused !== undefined && reason === undefined;
+    this.paused = reason;
+    this.pausedNote.textContent = reason ?? "";
+    this.pausedNote.hidden = reason === undefined;
+    if (resumed && this.element.open && this.draft) {
+      const approval = approvalFromDraft(this.draft);
+      if (this.preview.answerFor(approval)?.kind === "failed") this.preview.refresh(approval);
+    }
     this.refreshSubmit();
   }
 
@@ -158,39 +161,45 @@ export class ApproveDialog {
 
   private renderFields(join: NodeJoin, draft: ApprovalDraft): void {
     this.controls = new Map();
-    const name = this.input("name", "Name", draft.name, { autocomplete: "off", spellcheck: "false" });
+    this.touched = new Set();
+    const byDefault = { placeholder: "The cluster's default", autocomplete: "off", spellcheck: "false" };
+    const name = this.input("name", "Name", byDefault);
     const role = this.select(
       "role",
       "Role",
       ROLES,
-      draft.role,
+      "hybrid",
       "Hybrid: control plane, compute and Ceph together. Every machine joins as hybrid for now.",
     );
     const nics = mgmtCandidates(join);
-    const nicOptions: [string, string][] = nics.map((n) => [
-      n.name,
-      n.address ? `${n.name} (${n.address})` : `${n.name} (no address)`,
-    ]);
-    if (!draft.mgmtInterface)
-      nicOptions.unshift(["", nics.length ? "Choose a card" : "The machine reported no network card"]);
-    const iface = this.select("mgmtInterface", "Interface", nicOptions, draft.mgmtInterface);
-    const address = this.input("mgmtAddress", "Address", draft.mgmtAddress, {
-      hint: "An address the card holds, or a new one as a CIDR (192.0.2.40/24) with a gateway.",
-      spellcheck: "false",
+    const nicOptions: [string, string][] = [
+      ["", nics.length ? "The cluster's choice" : "The machine reported no network card"],
+      ...nics.map((n): [string, string] => [n.name, n.address ? `${n.name} (${n.address})` : `${n.name} (no address)`]),
+    ];
+    const iface = this.select("mgmtInterface", "Interface", nicOptions, "");
+    const address = this.input("mgmtAddress", "Address", {
+      ...byDefault,
+      hint: "Empty: the card's own address. A new one as a CIDR (192.0.2.40/24), with a gateway.",
+    });
+    const gateway = this.input("mgmtGateway", "Gateway (for a new address)", {
       autocomplete: "off",
-    });
-    const gateway = this.input("mgmtGateway", "Gateway (for a new address)", draft.mgmtGateway, {
       spellcheck: "false",
-      autocomplete: "off",
     });
-    let addressEdited = false;
-    address.control.addEventListener("input", () => (addressEdited = true));
-    iface.control.addEventListener("change", () => {
-      // The address follows the card until the operator types one of their own.
-      if (!addressEdited) (address.control as HTMLInputElement).value = addressOf(join, iface.control.value) ?? "";
-      this.edited();
-    });
-    for (const { control } of [name, role, address, gateway]) control.addEventListener("input", () => this.edited());
+    for (const [key, { control }] of Object.entries({
+      name,
+      role,
+      mgmtInterface: iface,
+      mgmtAddress: address,
+      mgmtGateway: gateway,
+    }))
+      control.addEventListener(control instanceof HTMLSelectElement ? "change" : "input", () => {
+        // From the first edit on, the field is the operator's; emptied, it is the founder's again.
+        const field = key as DraftField;
+        this.touched.add(field);
+        if (control.value.trim()) draft.fields[field] = control.value;
+        else delete draft.fields[field];
+        this.edited();
+      });
 
     const disks = h("fieldset", { class: "disks" }, h("legend", {}, "Disks"));
     if (!draft.disks.length) disks.append(h("p", { class: "muted" }, "The machine reported no disks."));
@@ -213,15 +222,10 @@ export class ApproveDialog {
         DISK_CHOICES,
         disk.choice,
       );
-      const confirm = this.input(
-        `disk:${disk.name}:confirm`,
-        `To wipe ${disk.name}, type its key: ${disk.key}`,
-        disk.confirm,
-        {
-          spellcheck: "false",
-          autocomplete: "off",
-        },
-      );
+      const confirm = this.input(`disk:${disk.name}:confirm`, `To wipe ${disk.name}, type its key: ${disk.key}`, {
+        spellcheck: "false",
+        autocomplete: "off",
+      });
       const refreshConfirm = (): void => {
         disk.choice = choice.control.value as DiskChoice;
         confirm.row.hidden = !needsConfirm(disk);
@@ -230,7 +234,10 @@ export class ApproveDialog {
         refreshConfirm();
         this.edited();
       });
-      confirm.control.addEventListener("input", () => this.edited());
+      confirm.control.addEventListener("input", () => {
+        disk.confirm = confirm.control.value;
+        this.edited();
+      });
       refreshConfirm();
       disks.append(h("div", { class: "disk-row" }, choice.row, confirm.row));
     }
@@ -241,51 +248,41 @@ export class ApproveDialog {
     );
   }
 
-  /** Reads the controls back into the draft. */
-  private readDraft(): ApprovalDraft {
-    const draft = this.draft!;
-    const value = (key: string): string => this.controls.get(key)?.value ?? "";
-    draft.name = value("name");
-    draft.role = value("role") as NodeRole;
-    draft.mgmtInterface = value("mgmtInterface");
-    draft.mgmtAddress = value("mgmtAddress");
-    draft.mgmtGateway = value("mgmtGateway");
-    for (const disk of draft.disks) {
-      if (this.controls.has(`disk:${disk.name}:choice`)) disk.choice = value(`disk:${disk.name}:choice`) as DiskChoice;
-      disk.confirm = value(`disk:${disk.name}:confirm`);
-    }
-    return draft;
-  }
-
   private edited(): void {
-    window.clearTimeout(this.timer);
-    this.timer = window.setTimeout(() => void this.refreshPreview(), PREVIEW_DEBOUNCE_MS);
+    this.preview.request(approvalFromDraft(this.draft!));
+    this.refreshSubmit();
   }
 
-  private async refreshPreview(): Promise<void> {
-    const join = this.join!;
-    const approval = approvalFromDraft(this.readDraft());
-    try {
-      const { assignment, notes } = await this.deps.preview(join, approval, this.controller.signal);
-      if (this.join !== join) return;
-      this.renderPreview(assignment);
-      this.notes.replaceChildren(...notes.map((n) => h("li", {}, n)));
-    } catch (error) {
-      if (this.controller.signal.aborted) return;
-      this.showFailure(describeFailure(error, { action: "work out the assignment", apiUrl: this.deps.apiUrl() }));
+  /**
+   * The founder answered the current draft: its choices fill the fields the operator left to
+   * it, and its refusals are marked on the fields they name (without moving the focus: the
+   * operator may be typing). Returns the field paths marked.
+   */
+  private previewSettled(outcome: PreviewOutcome): ReadonlySet<string> {
+    const draft = this.draft!;
+    if (outcome.kind === "ok") {
+      const chosen = fieldsOf(outcome.assignment);
+      for (const [key, value] of Object.entries(chosen) as [DraftField, string][]) {
+        const control = this.controls.get(key);
+        // An emptied field shows the founder's value again, but not under the operator's cursor.
+        if (!control || draft.fields[key] !== undefined) continue;
+        if (this.touched.has(key) && control === document.activeElement) continue;
+        if (control instanceof HTMLSelectElement && value && ![...control.options].some((o) => o.value === value))
+          control.append(h("option", { value }, value));
+        control.value = value;
+      }
     }
-  }
-
-  private renderPreview(assignment: Assignment): void {
-    const rows = describeAssignment(assignment, this.draft!.disks);
-    this.preview.replaceChildren(...rows.flatMap(([term, value]) => [h("dt", {}, term), h("dd", {}, value)]));
+    this.refreshSubmit();
+    return this.markFields(outcome.kind === "ok" ? [] : outcome.report.fields, sentDiskNames(draft));
   }
 
   private async confirm(): Promise<void> {
-    if (this.busy || !this.online || !this.join) return;
+    if (this.busy || this.paused !== undefined || !this.join) return;
     const join = this.join;
-    const draft = this.readDraft();
+    const draft = this.draft!;
     const approval = approvalFromDraft(draft);
+    // Only what the operator has seen the founder's answer for is approved.
+    if (!this.preview.answerFor(approval)) return;
     const sent = sentDiskNames(draft);
     this.busy = true;
     this.refreshSubmit();
@@ -307,29 +304,39 @@ export class ApproveDialog {
   }
 
   /** Marks each field error on its control; the rest, with the summary, at the top. Focuses the first marked field. */
-  private showFailure(report: FailureReport, sentDisks: readonly string[] = sentDiskNames(this.draft!)): void {
+  private showFailure(report: FailureReport, sentDisks: readonly string[]): void {
+    const marked = this.markFields(report.fields, sentDisks);
+    this.general.failure(report, marked);
+    const first = [...this.controls.values()].find((c) => c.getAttribute("aria-invalid") === "true");
+    (first ?? this.title).focus();
+  }
+
+  /** Marks `problems` on their controls (clearing older marks); returns the field paths marked. */
+  private markFields(
+    problems: readonly { field: string; message: string }[],
+    sentDisks: readonly string[],
+  ): Set<string> {
     for (const control of this.controls.values()) markField(control, undefined);
     const marked = new Set<string>();
-    let first: Control | undefined;
-    for (const problem of report.fields) {
+    for (const problem of problems) {
       const key = controlKey(fieldTarget(problem.field, sentDisks));
       const control = key && this.controls.get(key);
       if (!control || control.closest("[hidden]")) continue;
       markField(control, problem.message, true);
       marked.add(problem.field);
-      first ??= control;
     }
-    this.general.failure(report, marked);
-    (first ?? this.title).focus();
+    return marked;
   }
 
   private refreshSubmit(): void {
     const name = this.join ? this.join.hostname || this.join.id : "";
-    this.submit.disabled = this.busy || !this.online;
+    const answered = this.draft !== undefined && this.preview.answerFor(approvalFromDraft(this.draft)) !== undefined;
+    // Disabled until the founder answered the current choices: approving is approving what was shown.
+    this.submit.disabled = this.busy || this.paused !== undefined || !answered;
     this.submit.textContent = this.busy ? "Approving…" : `Approve ${name}`;
   }
 
-  private input(key: string, label: string, value: string, options: Record<string, string> & { hint?: string } = {}) {
+  private input(key: string, label: string, options: Record<string, string> & { hint?: string } = {}) {
     const { hint, ...attributes } = options;
     const control = h("input", {
       id: `approve-${slug(key)}`,
@@ -337,7 +344,6 @@ export class ApproveDialog {
       ...attributes,
       "data-testid": `approve-${slug(key)}`,
     });
-    control.value = value;
     return this.field(key, label, control, hint);
   }
 

@@ -1,20 +1,15 @@
 /**
  * The approval an operator confirms: a draft the dialog edits (name, role, management
  * interface and address, what each data disk becomes and its wipe confirmation), the
- * `Approval` it sends, and the assignment the founder will apply, shown before anything is
- * sent. Pure apart from {@link previewAssignment}, the one place that asks the API.
+ * `Approval` it sends, and the founder's preview in lines a person checks. Pure.
+ *
+ * The founder's default rules (the name, the management link, the VM uplink) live in the
+ * founder alone: the draft holds only what the operator chose, and the dialog shows what the
+ * founder answers to `previewApproval` for it, so the page cannot disagree with the cluster.
  * @module
  */
 
-import type {
-  AdminClient,
-  ApiSchemas,
-  Approval,
-  Assignment,
-  ClusterNetworks,
-  DiskAssignment,
-  NodeJoin,
-} from "@stratum/join";
+import type { ApiSchemas, Approval, Assignment, DiskAssignment, NodeJoin } from "@stratum/join";
 import { diskData, isRealNic } from "./format.js";
 
 /** Every node role the API names; the founder refuses all but `hybrid` at `role` for now (spec: Assignment.role). */
@@ -38,32 +33,22 @@ export interface DiskDraft {
   system: boolean;
 }
 
-/** What the dialog edits. Empty strings are "the founder's default". */
+/** The single-valued fields of the dialog, as the founder's field paths name them. */
+export type DraftField = "name" | "role" | "mgmtInterface" | "mgmtAddress" | "mgmtGateway";
+
+/**
+ * What the dialog edits: the operator's own values. A field left out (or emptied) is the
+ * founder's default, which the dialog shows from the preview and never sends.
+ */
 export interface ApprovalDraft {
-  name: string;
-  role: NodeRole;
-  mgmtInterface: string;
-  mgmtAddress: string;
-  mgmtGateway: string;
+  fields: Partial<Record<DraftField, string>>;
   disks: DiskDraft[];
 }
 
-/** What the founder will apply, and anything it could not decide. */
-export interface AssignmentPreview {
-  assignment: Assignment;
-  /** What the operator should know about the assignment shown (e.g. how it was worked out). */
-  notes: string[];
-}
-
-/** The draft a join starts from: the founder's defaults as far as the join's inventory tells them. */
+/** The draft a join starts from: nothing chosen yet, and its disks as the inventory lists them. */
 export function draftFromJoin(join: NodeJoin): ApprovalDraft {
-  const mgmt = defaultMgmt(join);
   return {
-    name: join.hostname || join.id,
-    role: "hybrid",
-    mgmtInterface: mgmt?.interface ?? "",
-    mgmtAddress: mgmt?.address ?? "",
-    mgmtGateway: "",
+    fields: {},
     disks: (join.inventory?.disks ?? []).map((disk) => ({
       name: disk.name,
       key: disk.wwn || disk.byId?.[0] || undefined,
@@ -75,6 +60,17 @@ export function draftFromJoin(join: NodeJoin): ApprovalDraft {
   };
 }
 
+/** What the founder's assignment puts in each single-valued field, for the fields the operator did not edit. */
+export function fieldsOf(a: Assignment): Record<DraftField, string> {
+  return {
+    name: a.name ?? "",
+    role: a.role ?? "hybrid",
+    mgmtInterface: a.mgmt?.interface ?? "",
+    mgmtAddress: a.mgmt?.address ?? "",
+    mgmtGateway: a.mgmt?.gateway ?? "",
+  };
+}
+
 /** The NICs a management link can be put on: the machine's real cards, wired first. */
 export function mgmtCandidates(join: NodeJoin): { name: string; address: string | undefined }[] {
   return (join.inventory?.nics ?? [])
@@ -83,40 +79,39 @@ export function mgmtCandidates(join: NodeJoin): { name: string; address: string 
     .map((nic) => ({ name: nic.name, address: firstIpv4(nic.addresses) }));
 }
 
-/** The address a NIC holds, for filling in the management address when the interface changes. */
-export function addressOf(join: NodeJoin, nicName: string): string | undefined {
-  return firstIpv4(join.inventory?.nics?.find((n) => n.name === nicName)?.addresses);
-}
-
 /** A disk holding data is wiped when it gets a role: the founder wants its key typed as confirmation. */
 export function needsConfirm(disk: DiskDraft): boolean {
   return disk.choice !== "untouched" && disk.data !== undefined;
 }
 
 /**
- * The approval the draft stands for. Only disks given a role are listed (an unlisted disk is
- * left alone); their order is the order of `disks[i]` in the founder's field errors, which is
- * why {@link sentDiskNames} returns it.
+ * The approval the draft stands for: the operator's values only. Only disks given a role are
+ * listed (an unlisted disk is left alone); their order is the order of `disks[i]` in the
+ * founder's field errors, which is why {@link sentDiskNames} returns it.
  */
 export function approvalFromDraft(draft: ApprovalDraft): Approval {
+  const value = (field: DraftField): string | undefined => draft.fields[field]?.trim() || undefined;
   const mgmt: NonNullable<Assignment["mgmt"]> = {};
-  if (draft.mgmtInterface) mgmt.interface = draft.mgmtInterface;
-  if (draft.mgmtAddress.trim()) mgmt.address = draft.mgmtAddress.trim();
-  if (draft.mgmtGateway.trim()) mgmt.gateway = draft.mgmtGateway.trim();
+  const [iface, address, gateway] = [value("mgmtInterface"), value("mgmtAddress"), value("mgmtGateway")];
+  if (iface) mgmt.interface = iface;
+  if (address) mgmt.address = address;
+  if (gateway) mgmt.gateway = gateway;
   const disks: DiskAssignment[] = assignedDisks(draft).map((d) => ({
     key: d.key!,
     role: d.choice as DiskAssignment["role"],
     ...(needsConfirm(d) && d.confirm.trim() ? { confirm: d.confirm.trim() } : {}),
   }));
+  const name = value("name");
+  const role = value("role");
   const assignment: Assignment = {
-    ...(draft.name.trim() ? { name: draft.name.trim() } : {}),
+    ...(name ? { name } : {}),
     // The spec's Assignment.role lists only hybrid; another role is sent as chosen so that the
     // founder's refusal at `role` tells the operator why, rather than the page guessing.
-    role: draft.role as Assignment["role"],
+    ...(role ? { role: role as Assignment["role"] } : {}),
     ...(Object.keys(mgmt).length ? { mgmt } : {}),
     ...(disks.length ? { disks } : {}),
   };
-  return { assignment };
+  return Object.keys(assignment).length ? { assignment } : {};
 }
 
 /** The kernel names of the disks the approval lists, in its order (`disks[i]` of a field error). */
@@ -126,123 +121,6 @@ export function sentDiskNames(draft: ApprovalDraft): string[] {
 
 function assignedDisks(draft: ApprovalDraft): DiskDraft[] {
   return draft.disks.filter((d) => !d.system && d.key !== undefined && d.choice !== "untouched");
-}
-
-/**
- * The assignment the founder will apply for `approval`: THE place the founder's preview goes.
- *
- * `POST /v1/admin/cluster/joins/{joinId}/approval-preview` (admin client
- * `previewApproval(joinId, approval)`) answers the founder's own defaults and checks without
- * approving. Until the SDK has it, this works the assignment out here, from the join's
- * inventory and the cluster's networks, with the founder's default rules (spec: approveNodeJoin,
- * MgmtLink, ProviderUplink); the founder's checks (addresses held by other machines, the
- * control-plane count, disks holding data) are then only told when approving. With the
- * preview, replace the body with:
- *
- * ```ts
- * return { assignment: await client.previewApproval(join.id, approval, { signal }), notes: [] };
- * ```
- *
- * A refusal of the preview (`StratumApiError` with field errors) is thrown as it is: the
- * dialog shows it on the fields exactly as an approval's.
- */
-export async function previewAssignment(
-  client: Pick<AdminClient, "getClusterNetworks">,
-  join: NodeJoin,
-  approval: Approval,
-  signal: AbortSignal,
-): Promise<AssignmentPreview> {
-  const networks = await clusterNetworks(client, signal);
-  return localPreview(join, approval, networks);
-}
-
-const networksByClient = new WeakMap<object, Promise<ClusterNetworks | undefined>>();
-
-/** The cluster's networks, asked once per client; a failure leaves the uplink out of the preview rather than blocking it. */
-function clusterNetworks(
-  client: Pick<AdminClient, "getClusterNetworks">,
-  signal: AbortSignal,
-): Promise<ClusterNetworks | undefined> {
-  let pending = networksByClient.get(client);
-  if (!pending) {
-    pending = client.getClusterNetworks({ signal, timeoutMs: 10_000 }).catch(() => undefined);
-    networksByClient.set(client, pending);
-  }
-  return pending;
-}
-
-/** The founder's defaults applied to `approval`, from the join alone (see {@link previewAssignment}). */
-export function localPreview(
-  join: NodeJoin,
-  approval: Approval,
-  networks: ClusterNetworks | undefined,
-): AssignmentPreview {
-  const given = approval.assignment ?? {};
-  const notes: string[] = [];
-  const mgmt = { ...(given.mgmt ?? {}) };
-  const fallback = defaultMgmt(join);
-  if (mgmt.interface === undefined && fallback) {
-    mgmt.interface = fallback.interface;
-    mgmt.address ??= fallback.address;
-    if (fallback.guessed)
-      notes.push(
-        `It registered from this computer (${join.sourceAddr}), so its management link is its first wired card with an address.`,
-      );
-  }
-  if (mgmt.interface !== undefined && mgmt.address === undefined) {
-    const own = addressOf(join, mgmt.interface);
-    if (own) mgmt.address = own;
-  }
-  const provider: NonNullable<Assignment["provider"]> = { ...(given.provider ?? {}) };
-  if (networks) {
-    provider.topology = networks.providerTopology;
-    if (networks.providerVlan !== undefined) provider.vlan = networks.providerVlan;
-    if (provider.upstreamInterface === undefined) {
-      const nics = new Set((join.inventory?.nics ?? []).map((n) => n.name));
-      if (networks.providerUpstreamPurpose === "mgmt" && mgmt.interface) provider.upstreamInterface = mgmt.interface;
-      else if (networks.providerUpstreamInterface && nics.has(networks.providerUpstreamInterface))
-        provider.upstreamInterface = networks.providerUpstreamInterface;
-    }
-  }
-  const assignment: Assignment = {
-    ...given,
-    name: given.name ?? (join.hostname || join.id),
-    role: given.role ?? "hybrid",
-    mgmt,
-    ...(Object.keys(provider).length ? { provider } : {}),
-  };
-  return { assignment, notes };
-}
-
-/**
- * The founder's default management link: the NIC holding the address the machine registered
- * from, with that address; for a machine that registered over loopback (on the founder's own
- * computer) its first wired NIC with an IPv4 address (spec: MgmtLink; reference server).
- */
-function defaultMgmt(join: NodeJoin): { interface: string; address: string; guessed: boolean } | undefined {
-  const nics = join.inventory?.nics ?? [];
-  const source = join.sourceAddr ?? "";
-  const holder = nics.find((n) => (n.addresses ?? []).some((a) => bareIp(a) === source));
-  if (holder) return { interface: holder.name, address: source, guessed: false };
-  if (!isLoopback(source)) return undefined;
-  for (const nic of nics) {
-    if (nic.wireless) continue;
-    const address = firstIpv4(nic.addresses);
-    if (address) return { interface: nic.name, address, guessed: true };
-  }
-  return undefined;
-}
-
-function firstIpv4(addresses: readonly string[] | undefined): string | undefined {
-  return (addresses ?? []).map(bareIp).find((ip) => /^\d{1,3}(\.\d{1,3}){3}$/.test(ip) && !isLoopback(ip));
-}
-
-function bareIp(address: string): string {
-  return address.split("/")[0]!;
-}
-
-function isLoopback(host: string): boolean {
-  return /^127\./.test(host) || host === "::1" || host === "localhost";
 }
 
 /**
@@ -305,4 +183,11 @@ export function fieldTarget(path: string, sentDisks: readonly string[]): FieldTa
   if (disk && name !== undefined)
     return { kind: "disk", disk: name, part: disk[2] === "confirm" ? "confirm" : "choice" };
   return { kind: "general" };
+}
+
+/** A card's first IPv4 address (not loopback), to label it in the interface list. */
+function firstIpv4(addresses: readonly string[] | undefined): string | undefined {
+  return (addresses ?? [])
+    .map((a) => a.split("/")[0]!)
+    .find((ip) => /^\d{1,3}(\.\d{1,3}){3}$/.test(ip) && !ip.startsWith("127."));
 }

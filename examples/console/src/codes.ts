@@ -44,6 +44,8 @@ export class JoinCodes {
   private minted: MintedJoinCode | undefined;
   private codes: JoinCodeInfo[] = [];
   private online = true;
+  private writable = true;
+  private minting = false;
   private readonly ui = {
     form: byTestId<HTMLFormElement>("mint-form"),
     mint: byTestId<HTMLButtonElement>("mint"),
@@ -113,9 +115,24 @@ export class JoinCodes {
   setOnline(online: boolean): void {
     const back = online && !this.online;
     this.online = online;
-    this.ui.mint.disabled = !online;
-    for (const button of this.ui.list.querySelectorAll("button")) button.disabled = !online;
+    this.refreshButtons();
     if (back) void this.refresh();
+  }
+
+  /** Pauses or resumes minting and revoking while the cluster cannot save (its disk is full). */
+  setWritable(writable: boolean): void {
+    this.writable = writable;
+    this.refreshButtons();
+  }
+
+  /** Minting and revoking write: both wait for a server that answers and can save. */
+  private get paused(): boolean {
+    return !this.online || !this.writable;
+  }
+
+  private refreshButtons(): void {
+    if (!this.minting) this.ui.mint.disabled = this.paused;
+    for (const button of this.ui.list.querySelectorAll("button")) button.disabled = this.paused;
   }
 
   /** Re-renders the countdowns. */
@@ -145,9 +162,10 @@ export class JoinCodes {
 
   private async mint(): Promise<void> {
     const session = this.session;
-    if (!session || !this.online) return;
+    if (!session || this.paused) return;
     const hours = Number(this.ui.ttl.value);
     const endpoint = this.ui.endpoint.value.trim();
+    this.minting = true;
     this.ui.mint.disabled = true;
     markField(this.ui.ttl, undefined);
     markField(this.ui.endpoint, undefined);
@@ -182,7 +200,8 @@ export class JoinCodes {
       if (shown.has("endpoint")) this.ui.endpoint.focus();
       else if (shown.has("ttlSeconds")) this.ui.ttl.focus();
     } finally {
-      this.ui.mint.disabled = !this.online;
+      this.minting = false;
+      this.ui.mint.disabled = this.paused;
     }
   }
 
@@ -211,7 +230,7 @@ export class JoinCodes {
   private row(code: JoinCodeInfo, now: number): HTMLLIElement {
     const label = `${code.selector}… (${code.id})`;
     const revoke = h("button", { type: "button", class: "danger", "data-testid": "revoke" }, "Revoke…");
-    revoke.disabled = !this.online;
+    revoke.disabled = this.paused;
     revoke.setAttribute("aria-label", `Revoke join code ${label}`);
     revoke.addEventListener("click", () => void this.revoke(code, revoke));
     const registered = code.registrations ?? 0;

@@ -2,7 +2,7 @@
  * Feedback where it belongs: each form, card and dialog has its own spot for one message, next
  * to what the message is about. A message can be dismissed; a newer one replaces it; and a
  * "the server did not answer" message disappears by itself once the server answers again
- * ({@link clearNetworkFeedback}), so no stale error outlives its cause.
+ * ({@link clearFeedback}), so no stale error outlives its cause.
  * @module
  */
 
@@ -12,9 +12,12 @@ import { fieldLabel, type FailureKind, type FailureReport } from "./messages.js"
 /** Every spot on the page, for clearing network failures everywhere at once. */
 const spots = new Set<FeedbackSpot>();
 
-/** Clears every message that was about the server not answering: it answers again. */
-export function clearNetworkFeedback(): void {
-  for (const spot of spots) if (spot.kind === "network") spot.clear();
+/**
+ * Clears every message about a passing failure of `kind` once it passed: the server not
+ * answering (`network`) when it answers again, its disk full (`storage`) when it saves again.
+ */
+export function clearFeedback(kind: FailureKind): void {
+  for (const spot of spots) if (spot.kind === kind) spot.clear();
 }
 
 /** One place for one message, inside `container`. */

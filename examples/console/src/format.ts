@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Inventory, JoinState, Nic, NodeJoin } from "@stratum/join";
+import { RUNNING_JOIN_STATES, type Inventory, type JoinState, type Nic, type NodeJoin } from "@stratum/join";
 import { formatAgo, formatCountdown, formatDuration, formatLocalTime } from "./time.js";
 
 /** Bytes in the units a disk label uses (decimal: a "2 TB" NVMe shows as 2.0 TB, not 1.8 TiB). */
@@ -162,6 +162,19 @@ export function canReject(state: JoinState): boolean {
   return state === "needs-upgrade" || state === "pending" || state === "approved";
 }
 
+/**
+ * A running join (`delivering`, `installing`) can be failed by an operator, for a machine that
+ * will not report again (spec: failNodeJoin).
+ */
+export function canFail(state: JoinState): boolean {
+  return RUNNING_JOIN_STATES.includes(state);
+}
+
+/** Only a failed join can be retried: queued again with the assignment it had (spec: retryNodeJoin). */
+export function canRetry(state: JoinState): boolean {
+  return state === "failed";
+}
+
 /** How far an install has come: the step running now, out of the steps the machine reported. */
 export interface InstallProgress {
   /** 1-based position of the running (or last) step. */
@@ -189,6 +202,19 @@ export function installProgress(join: NodeJoin, now: number): InstallProgress | 
     headline: `Step ${index + 1} of ${steps.length}: ${step.title || step.name}`,
     elapsedMs: Number.isNaN(started) ? undefined : Math.max(0, now - started),
   };
+}
+
+/**
+ * What failed, in words, without a final stop: "Preparing disks failed: no space", or for a
+ * join an operator failed (`failedStep` `operator`, titled "Failed by <who>", the reason as the
+ * error) "Failed by alice: the machine lost power".
+ */
+export function failureInWords(join: NodeJoin): string {
+  const what =
+    join.failedStep === "operator"
+      ? (join.failedStepTitle ?? "Failed by an operator")
+      : `${join.failedStepTitle ?? join.failedStep ?? "A step"} failed`;
+  return `${what}${join.failedError ? `: ${join.failedError.replace(/\.$/, "")}` : ""}`;
 }
 
 /**
@@ -225,7 +251,7 @@ export function explainState(join: NodeJoin, now: number): string {
     case "joined":
       return `Joined the cluster${join.nodeId ? ` as node ${join.nodeId}` : ""}.`;
     case "failed":
-      return `${join.failedStepTitle ?? join.failedStep ?? "A step"} failed${join.failedError ? `: ${join.failedError}` : ""}. Approve it again to retry, or reject it.`;
+      return `${failureInWords(join)}. Retry queues it again with the same assignment; approve it again to change the assignment first.`;
     case "rejected":
       return join.reason ? `Rejected: ${join.reason}` : "Rejected.";
     case "expired":

@@ -21,6 +21,7 @@ import {
   summarizeHardware,
 } from "./format.js";
 import { describeFailure } from "./messages.js";
+import { RunActions, type RunActionCalls } from "./run-actions.js";
 import { formatAgo, formatDuration, formatLocalTime } from "./time.js";
 
 /** Sets an element's text only when it differs: no needless change under a screen reader's cursor. */
@@ -31,8 +32,8 @@ function setText(element: HTMLElement, text: string): void {
 /** States that end what an approval started: a success message about it is then stale. */
 const OUTCOMES = new Set(["joined", "failed", "rejected", "expired"]);
 
-/** What a card asks of the page. */
-export interface CardActions {
+/** What a card asks of the page (failing and retrying: run-actions.ts). */
+export interface CardActions extends RunActionCalls {
   /** Opens the approve dialog for the card's machine. */
   approve(card: JoinCard): void;
   /** Rejects; resolves with the rejected join or rejects with the SDK's error. */
@@ -51,6 +52,8 @@ export class JoinCard {
   private joinView: NodeJoin;
   private busy = false;
   private online = true;
+  private writable = true;
+  private readonly run: RunActions;
   private readonly title = h("h3", { "data-testid": "join-hostname", tabindex: "-1" });
   private readonly state = h("span", { class: "state", "data-testid": "join-state" });
   private readonly stale = h("span", { class: "stale", "data-testid": "join-stale", hidden: "" }, "May be out of date");
@@ -109,6 +112,7 @@ export class JoinCard {
       h("div", { class: "row" }, this.rejectConfirm, cancel),
     );
     this.rejectButton.setAttribute("aria-controls", this.rejectForm.id);
+    this.run = new RunActions(this, actions);
 
     this.element = h(
       "li",
@@ -122,8 +126,9 @@ export class JoinCard {
       this.hardware,
       h("details", { class: "more" }, h("summary", {}, "More about this machine"), this.more),
       this.feedback.element,
-      h("div", { class: "actions" }, this.approveButton, this.rejectButton),
+      h("div", { class: "actions" }, this.approveButton, this.rejectButton, this.run.retryButton, this.run.failButton),
       this.rejectForm,
+      this.run.form,
     );
 
     this.approveButton.addEventListener("click", () => this.actions.approve(this));
@@ -193,6 +198,7 @@ export class JoinCard {
       ...more.filter(([, v]) => v).flatMap(([term, value]) => [h("dt", {}, term), h("dd", {}, value!)]),
     );
     if (!canReject(join.state)) this.toggleReject(false);
+    this.run.update(join);
     this.tick(now);
     this.refreshButtons();
   }
@@ -216,6 +222,12 @@ export class JoinCard {
     this.online = online;
     this.stale.hidden = online;
     this.element.classList.toggle("is-stale", !online);
+    this.refreshButtons();
+  }
+
+  /** Pauses or resumes the actions that write while the cluster cannot save (its disk is full). */
+  setWritable(writable: boolean): void {
+    this.writable = writable;
     this.refreshButtons();
   }
 
@@ -317,7 +329,8 @@ export class JoinCard {
     const state = this.joinView.state;
     this.approveButton.hidden = !canApprove(state);
     this.rejectButton.hidden = !canReject(state);
-    const blocked = this.busy || !this.online;
+    const blocked = this.busy || !this.online || !this.writable;
+    this.run.setBlocked(!this.online || !this.writable);
     this.approveButton.disabled = blocked;
     this.rejectButton.disabled = blocked;
     this.rejectConfirm.disabled = blocked;

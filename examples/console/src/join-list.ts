@@ -7,7 +7,7 @@
 
 import { JOIN_STATES, type JoinChange, type JoinState, type NodeJoin } from "@stratum/join";
 import { byTestId, h, nowrapIds } from "./dom.js";
-import { STATE_WORDS, machineName } from "./format.js";
+import { STATE_WORDS, failureInWords, machineName } from "./format.js";
 import { JoinCard, type CardActions } from "./join-card.js";
 
 /** How the list is ordered. */
@@ -41,6 +41,7 @@ export interface JoinListElements {
 export class JoinList {
   readonly cards = new Map<string, JoinCard>();
   private online = true;
+  private writable = true;
   private first = true;
   private pending: string[] = [];
   private flushTimer: number | undefined;
@@ -82,6 +83,7 @@ export class JoinList {
     } else {
       const card = new JoinCard(change.join, this.actions);
       card.setOnline(this.online);
+      card.setWritable(this.writable);
       this.cards.set(change.join.id, card);
       this.ui.list.append(card.element);
       if (!this.first)
@@ -105,6 +107,12 @@ export class JoinList {
   setOnline(online: boolean): void {
     this.online = online;
     for (const card of this.cards.values()) card.setOnline(online);
+  }
+
+  /** Pauses every card's actions while the cluster cannot save (its disk is full), or resumes them. */
+  setWritable(writable: boolean): void {
+    this.writable = writable;
+    for (const card of this.cards.values()) card.setWritable(writable);
   }
 
   /** Empties the list (sign-out). */
@@ -218,7 +226,7 @@ function stateSentence(join: NodeJoin): string {
     case "joined":
       return `${who} joined the cluster${join.nodeId ? ` as node ${join.nodeId}` : ""}.`;
     case "failed":
-      return `${who} failed: ${join.failedStepTitle ?? join.failedStep ?? "a step"}${join.failedError ? `: ${join.failedError}` : ""}.`;
+      return `${who}: ${failureInWords(join)}.`;
     case "rejected":
       return `${who} was rejected.`;
     case "expired":

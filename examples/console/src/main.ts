@@ -20,15 +20,16 @@ import {
   type JoinChange,
   type NodeJoin,
 } from "@stratum/join";
-import { previewAssignment } from "./assignment.js";
 import { ApproveDialog } from "./approve-dialog.js";
 import { CODES_REFRESH_MS, JoinCodes } from "./codes.js";
 import { announce, byTestId, h } from "./dom.js";
-import { clearNetworkFeedback, FeedbackSpot } from "./feedback.js";
+import { StorageGate, withStorageGate } from "./disk-full.js";
+import { clearFeedback, FeedbackSpot } from "./feedback.js";
 import { clearMarkOnEdit, markField } from "./fields.js";
 import { machineName } from "./format.js";
 import { JoinList } from "./join-list.js";
 import { describeFailure } from "./messages.js";
+import { StorageNotice } from "./storage-notice.js";
 import { formatDuration } from "./time.js";
 
 const ui = {
@@ -74,17 +75,22 @@ let session: Session | undefined;
 const signInFeedback = new FeedbackSpot("sign-in-feedback", () => ui.signInTitle);
 ui.signInForm.append(signInFeedback.element);
 const codes = new JoinCodes();
-const dialog = new ApproveDialog({
-  preview: (join, approval, signal) => previewAssignment(session!.client, join, approval, signal),
-  approve: async (join, approval) => {
-    const current = session!;
-    const approved = await current.client.approveNodeJoin(join.id, approval, {
-      signal: current.controller.signal,
-      timeoutMs: 15_000,
-    });
-    list.show(approved);
-    return approved;
+// Every write goes through the gate (withStorageGate, at sign-in): a full disk pauses them all.
+const storageNotice = new StorageNotice(
+  () => gate.stop(),
+  () => ui.mintTitle,
+);
+const gate = new StorageGate({
+  changed: (state) => {
+    storageNotice.show(state, Date.now());
+    refreshPaused();
   },
+  saved: () => clearFeedback("storage"),
+});
+const dialog = new ApproveDialog({
+  preview: async (join, approval, signal) =>
+    (await session!.client.previewApproval(join.id, approval, { signal, timeoutMs: 10_000 })).assignment,
+  approve: (join, approval) => act((client, o) => client.approveNodeJoin(join.id, approval, o)),
   apiUrl: () => session?.apiUrl ?? ui.apiUrl.value,
 });
 const list = new JoinList(JoinList.elements(), {
@@ -99,24 +105,28 @@ const list = new JoinList(JoinList.elements(), {
         );
       });
   },
-  reject: async (join, reason) => {
-    const current = session!;
-    const rejected = await current.client.rejectNodeJoin(
-      join.id,
-      { reason },
-      { signal: current.controller.signal, timeoutMs: 15_000 },
-    );
-    list.show(rejected);
-    return rejected;
-  },
+  reject: (join, reason) => act((client, o) => client.rejectNodeJoin(join.id, { reason }, o)),
+  fail: (join, reason) => act((client, o) => client.failNodeJoin(join.id, { reason }, o)),
+  retry: (join) => act((client, o) => client.retryNodeJoin(join.id, o)),
   apiUrl: () => session?.apiUrl ?? ui.apiUrl.value,
 });
+
+/** Runs an action on a join with the session's client and shows the join it answers with. */
+async function act(
+  call: (client: AdminClient, options: { signal: AbortSignal; timeoutMs: number }) => Promise<NodeJoin>,
+): Promise<NodeJoin> {
+  const current = session!;
+  const join = await call(current.client, { signal: current.controller.signal, timeoutMs: 15_000 });
+  list.show(join);
+  return join;
+}
 
 window.setInterval(() => {
   const now = Date.now();
   list.tick(now);
   codes.tick(now);
   if (session && !session.online) renderConnection(session, now);
+  storageNotice.tick(now);
 }, TICK_MS);
 
 // ------------------------------------------------------------------ signing in and out
@@ -151,7 +161,7 @@ async function signIn(apiUrl: string, token: string): Promise<void> {
   const controller = new AbortController();
   let client: AdminClient;
   try {
-    client = createAdminClient({ baseUrl: apiUrl, token, timeoutMs: 15_000 });
+    client = withStorageGate(createAdminClient({ baseUrl: apiUrl, token, timeoutMs: 15_000 }), gate);
     // One call first, so a wrong token or URL is told at the form rather than by a dead list.
     await client.listNodeJoins({ signal: controller.signal });
   } catch (error) {
@@ -206,14 +216,28 @@ function setOnline(current: Session, online: boolean, retryInMs?: number, error?
   }
   list.setOnline(online);
   codes.setOnline(online);
-  dialog.setOnline(online);
+  refreshPaused();
   ui.watchState.textContent = online ? "Live" : "Not answering";
   ui.watchState.className = `watch ${online ? "live" : "retrying"}`;
   renderConnection(current, Date.now(), error);
   if (online && !was) {
-    clearNetworkFeedback();
+    clearFeedback("network");
     announce("The server answers again; the list is up to date.");
   }
+}
+
+/** Pauses the writes while the founder's disk is full, and approving too while the server does not answer. */
+function refreshPaused(): void {
+  const full = gate.state !== undefined;
+  list.setWritable(!full);
+  codes.setWritable(!full);
+  dialog.setPaused(
+    session && !session.online
+      ? "The server is not answering: approving is paused until it does."
+      : full
+        ? "The cluster's disk is full: approving is paused until it saves again."
+        : undefined,
+  );
 }
 
 /** The notice while the server does not answer; empty (and hidden) otherwise. */
@@ -243,7 +267,7 @@ function renderConnection(current: Session, now: number, error?: unknown): void 
     h(
       "p",
       {},
-      "What you see may be out of date. Approving, rejecting, minting and revoking are paused until it answers.",
+      "What you see may be out of date. Approving, rejecting, failing, retrying, minting and revoking are paused until it answers.",
     ),
   );
 }

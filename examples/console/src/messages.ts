@@ -18,6 +18,8 @@ export type FailureKind =
   | "auth"
   /** The server refused this request (field errors, a state conflict, a missing permission). */
   | "refused"
+  /** The founder's disk is full, nothing was saved: it passes once space is freed, and clears then. */
+  | "storage"
   /** Anything else: a server fault, an answer not understood. */
   | "other";
 
@@ -55,7 +57,14 @@ function describe(error: unknown, context: FailureContext): FailureReport {
       .filter(Boolean)
       .join(", ");
     return {
-      kind: error.status === 401 ? "auth" : error.status >= 500 && error.code !== "RATE_LIMITED" ? "other" : "refused",
+      kind:
+        error.status === 401
+          ? "auth"
+          : error.code === "STORAGE_UNAVAILABLE"
+            ? "storage"
+            : error.status >= 500 && error.code !== "RATE_LIMITED"
+              ? "other"
+              : "refused",
       summary: `${action}${refusalInWords(error)}`,
       detail: error.detail,
       fields: error.errors,
@@ -110,6 +119,8 @@ function refusalInWords(error: StratumApiError): string {
       return `too many requests.${error.retryAfter ? ` Wait ${error.retryAfter} s and try again.` : " Wait a moment and try again."}`;
     case "UPGRADE_IN_PROGRESS":
       return "the cluster is upgrading. Try again when the upgrade is over.";
+    case "STORAGE_UNAVAILABLE":
+      return "the cluster's disk is full, so nothing was saved. Free space on the founder, then try again.";
     case "INTERNAL":
       return "the server failed. Try again; if it keeps failing, quote the request id below.";
     default:
