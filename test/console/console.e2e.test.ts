@@ -29,6 +29,8 @@ describe.runIf(runnable)("the console example in Chromium: approving machines", 
   const previewRequests: { assignment?: Record<string, unknown> }[] = [];
   const previewAnswers: Assignment[] = [];
   const abortedPreviews: string[] = [];
+  /** The join list requests the page made: whether each was a long poll (waitSeconds and If-None-Match). */
+  const listRequests: { longPoll: boolean }[] = [];
 
   beforeAll(async () => {
     await w.open();
@@ -36,6 +38,11 @@ describe.runIf(runnable)("the console example in Chromium: approving machines", 
     const isPreview = (url: string) => url.endsWith("/approval-preview");
     page.on("request", (request) => {
       if (isPreview(request.url()) && request.method() === "POST") previewRequests.push(request.postDataJSON());
+      const url = new URL(request.url());
+      if (url.pathname === "/v1/admin/cluster/joins" && request.method() === "GET")
+        listRequests.push({
+          longPoll: url.searchParams.has("waitSeconds") && request.headers()["if-none-match"] !== undefined,
+        });
     });
     page.on("requestfailed", (request) => {
       if (isPreview(request.url())) abortedPreviews.push(request.failure()?.errorText ?? "");
@@ -177,6 +184,14 @@ describe.runIf(runnable)("the console example in Chromium: approving machines", 
     await page.getByTestId("joins-filter").selectOption("all");
     await page.getByTestId("joins-sort").selectOption("newest");
     await checkpoint(page, "pending");
+  });
+
+  it("watches the list with the founder's long poll, so a machine shows up at once rather than at the next poll", () => {
+    // Signing in and the watch's first answer fetch the list plainly; from then on every request
+    // waits on the founder for a change (a plain poll every POLL_MS would show it late).
+    const first = listRequests.findIndex((r) => r.longPoll);
+    expect(first).toBeGreaterThan(0);
+    expect(listRequests.slice(first).every((r) => r.longPoll)).toBe(true);
   });
 
   it("approves node-2 with an edited assignment as the founder previewed it, and follows its install to joined", async () => {

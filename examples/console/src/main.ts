@@ -18,6 +18,7 @@ import {
   watchJoins,
   type AdminClient,
   type JoinChange,
+  type JoinLister,
   type NodeJoin,
 } from "@stratum/join";
 import { ApproveDialog } from "./approve-dialog.js";
@@ -47,7 +48,10 @@ const ui = {
   watchState: byTestId<HTMLSpanElement>("watch-state"),
 };
 
-/** How often the join list is polled while all is well. */
+/**
+ * How often the join list is polled while all is well, against a founder that cannot long-poll
+ * it (no `ETag`); the reference server long-polls, so a change shows up within milliseconds.
+ */
 const POLL_MS = 1500;
 /**
  * Retries of a failed poll: from about a second, at most 10 s apart. The console polls one
@@ -276,13 +280,22 @@ function renderConnection(current: Session, now: number, error?: unknown): void 
 
 async function watch(current: Session): Promise<void> {
   const { client, controller } = current;
-  // watchJoins yields changes only; wrapping the list call lets the page also see a poll that
-  // changed nothing succeed, so the outage notice clears as soon as the API answers again.
-  const lister = {
-    listNodeJoins: async (options?: { signal?: AbortSignal; timeoutMs?: number }) => {
+  // watchJoins yields changes only; wrapping the list calls lets the page also see a poll that
+  // changed nothing succeed, so the outage notice clears as soon as the API answers again. The
+  // long poll is passed on, so a machine that registers shows up at once, not at the next poll.
+  const answered = (items?: readonly NodeJoin[]): void => {
+    if (!current.online) setOnline(current, true);
+    if (items) codes.suggestRelease(clusterRelease(items));
+  };
+  const lister: JoinLister = {
+    listNodeJoins: async (options) => {
       const answer = await client.listNodeJoins(options);
-      if (!current.online) setOnline(current, true);
-      codes.suggestRelease(clusterRelease(answer.items));
+      answered(answer.items);
+      return answer;
+    },
+    pollNodeJoins: async (options) => {
+      const answer = await client.pollNodeJoins(options);
+      answered(answer.changed ? answer.items : undefined);
       return answer;
     },
   };
