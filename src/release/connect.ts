@@ -43,32 +43,44 @@ export function tlsConnector(
   target: { host: string; port: number; ca?: string | string[] },
   onSocket?: (socket: tls.TLSSocket) => void,
 ): Http1Connector {
-  return (onread, signal) =>
-    new Promise<tls.TLSSocket>((resolve, reject) => {
-      if (signal.aborted) {
-        reject(signal.reason);
-        return;
+  return async (onread, signal) => {
+    signal.throwIfAborted();
+    const socket = tls.connect({ ...mirrorTlsOptions(target), port: target.port, onread } as tls.ConnectionOptions);
+    onSocket?.(socket);
+    return handshake(socket, signal);
+  };
+}
+
+/**
+ * Waits for `socket`'s TLS handshake: resolves with it once secure; rejects on an error, a
+ * close during the handshake (`ECONNRESET`) or the signal (with its reason), the socket then
+ * destroyed. The one home of that wait for direct and tunnelled connections.
+ * @internal
+ */
+export function handshake(socket: tls.TLSSocket, signal: AbortSignal): Promise<tls.TLSSocket> {
+  return new Promise<tls.TLSSocket>((resolve, reject) => {
+    const settle = (error?: unknown): void => {
+      signal.removeEventListener("abort", onAbort);
+      socket.off("error", settle);
+      socket.off("close", onClose);
+      socket.off("secureConnect", onSecure);
+      if (error === undefined) resolve(socket);
+      else {
+        socket.destroy();
+        reject(error);
       }
-      const socket = tls.connect({ ...mirrorTlsOptions(target), port: target.port, onread } as tls.ConnectionOptions);
-      onSocket?.(socket);
-      const settle = (error?: unknown): void => {
-        signal.removeEventListener("abort", onAbort);
-        socket.off("error", settle);
-        socket.off("close", onClose);
-        socket.off("secureConnect", onSecure);
-        if (error === undefined) resolve(socket);
-        else {
-          socket.destroy();
-          reject(error);
-        }
-      };
-      const onAbort = (): void => settle(signal.reason);
-      const onClose = (): void =>
-        settle(Object.assign(new Error("the connection closed during the TLS handshake"), { code: "ECONNRESET" }));
-      const onSecure = (): void => settle();
-      signal.addEventListener("abort", onAbort, { once: true });
-      socket.once("error", settle);
-      socket.once("close", onClose);
-      socket.once("secureConnect", onSecure);
-    });
+    };
+    const onAbort = (): void => settle(signal.reason);
+    const onClose = (): void =>
+      settle(Object.assign(new Error("the connection closed during the TLS handshake"), { code: "ECONNRESET" }));
+    const onSecure = (): void => settle();
+    if (signal.aborted) {
+      settle(signal.reason);
+      return;
+    }
+    signal.addEventListener("abort", onAbort, { once: true });
+    socket.once("error", settle);
+    socket.once("close", onClose);
+    socket.once("secureConnect", onSecure);
+  });
 }

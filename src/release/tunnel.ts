@@ -8,7 +8,7 @@
 import { STATUS_CODES } from "node:http";
 import { connect as netConnect, isIP, type Socket } from "node:net";
 import * as tls from "node:tls";
-import { mirrorTlsOptions } from "./connect.js";
+import { handshake, mirrorTlsOptions } from "./connect.js";
 import type { Http1Connector } from "./http1/index.js";
 import type { HttpProxy } from "./proxy.js";
 
@@ -64,41 +64,20 @@ export function tunnelConnector(
 ): Http1Connector {
   return async (onread, signal) => {
     const raw = await openTunnel(target, proxy, signal, onSocket);
-    return new Promise<tls.TLSSocket>((resolve, reject) => {
-      const socket = tls.connect({ ...mirrorTlsOptions(target), socket: raw });
-      onSocket?.(socket);
-      const settle = (error?: unknown): void => {
-        signal.removeEventListener("abort", onAbort);
-        socket.off("error", settle);
-        socket.off("close", onClose);
-        socket.off("secureConnect", onSecure);
-        if (error === undefined) {
-          // the tunnel's socket goes with the TLS connection over it
-          socket.once("close", () => raw.destroy());
-          socket.on("data", (chunk: Buffer) => {
-            if ((onread.callback as (n: number, b: Uint8Array) => boolean)(chunk.length, chunk) === false)
-              socket.pause();
-          });
-          resolve(socket);
-        } else {
-          socket.destroy();
-          raw.destroy();
-          reject(error);
-        }
-      };
-      const onAbort = (): void => settle(signal.reason);
-      const onClose = (): void =>
-        settle(Object.assign(new Error("the connection closed during the TLS handshake"), { code: "ECONNRESET" }));
-      const onSecure = (): void => settle();
-      if (signal.aborted) {
-        settle(signal.reason);
-        return;
-      }
-      signal.addEventListener("abort", onAbort, { once: true });
-      socket.once("error", settle);
-      socket.once("close", onClose);
-      socket.once("secureConnect", onSecure);
+    const socket = tls.connect({ ...mirrorTlsOptions(target), socket: raw });
+    onSocket?.(socket);
+    try {
+      await handshake(socket, signal);
+    } catch (error) {
+      raw.destroy();
+      throw error;
+    }
+    // the tunnel's socket goes with the TLS connection over it
+    socket.once("close", () => raw.destroy());
+    socket.on("data", (chunk: Buffer) => {
+      if ((onread.callback as (n: number, b: Uint8Array) => boolean)(chunk.length, chunk) === false) socket.pause();
     });
+    return socket;
   };
 }
 

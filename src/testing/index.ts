@@ -126,6 +126,16 @@ export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[]
       detail: `A ${join.state} join cannot be ${action}.`,
     });
   const findJoin = (id: string) => cluster.joins.find((j) => j.id === id);
+  // Reject and fail take a reason, required and not empty.
+  const reasonOf = async (request: Request): Promise<string | undefined> => {
+    const body = (await request.json().catch(() => undefined)) as { reason?: unknown } | undefined;
+    return typeof body?.reason === "string" && body.reason !== "" ? body.reason : undefined;
+  };
+  const reasonRequired = () =>
+    problemResponse(400, "INVALID_INPUT", {
+      title: "Invalid input",
+      errors: [{ field: "reason", message: "is required" }],
+    });
   const stamp = () => new Date().toISOString();
   // What approving a join would apply, or why it is refused: one path for approve and its preview.
   const decide = async (
@@ -202,21 +212,14 @@ export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[]
     http.post("/v1/admin/cluster/joins/{joinId}/reject", async ({ params, request, response }) => {
       const join = findJoin(params.joinId);
       if (!join) return response.untyped(notFound("join"));
-      const body = await request.json().catch(() => undefined);
-      if (!body || typeof body.reason !== "string" || body.reason === "") {
-        return response.untyped(
-          problemResponse(400, "INVALID_INPUT", {
-            title: "Invalid input",
-            errors: [{ field: "reason", message: "is required" }],
-          }),
-        );
-      }
+      const reason = await reasonOf(request);
+      if (reason === undefined) return response.untyped(reasonRequired());
       if (!["needs-upgrade", "pending", "approved", "failed"].includes(join.state))
         return response.untyped(conflict(join, "rejected"));
       return response(200).json(
         cluster.updateJoin(join.id, {
           state: "rejected",
-          reason: body.reason,
+          reason,
           rejectedBy: "bootstrap-admin",
           rejectedAt: stamp(),
         }),
@@ -238,22 +241,15 @@ export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[]
     http.post("/v1/admin/cluster/joins/{joinId}/fail", async ({ params, request, response }) => {
       const join = findJoin(params.joinId);
       if (!join) return response.untyped(notFound("join"));
-      const body = await request.json().catch(() => undefined);
-      if (!body || typeof body.reason !== "string" || body.reason === "") {
-        return response.untyped(
-          problemResponse(400, "INVALID_INPUT", {
-            title: "Invalid input",
-            errors: [{ field: "reason", message: "is required" }],
-          }),
-        );
-      }
+      const reason = await reasonOf(request);
+      if (reason === undefined) return response.untyped(reasonRequired());
       if (join.state !== "delivering" && join.state !== "installing") return response.untyped(conflict(join, "failed"));
       return response(200).json(
         cluster.updateJoin(join.id, {
           state: "failed",
           failedStep: "operator",
           failedStepTitle: "Failed by bootstrap-admin",
-          failedError: body.reason,
+          failedError: reason,
         }),
       );
     }),
