@@ -22,7 +22,7 @@ export function clockIsOff(offsetSeconds: number): boolean {
 }
 
 const UNITS: readonly [seconds: number, name: string][] = [
-  [365.25 * 86_400, "year"],
+  [365 * 86_400, "year"],
   [86_400, "day"],
   [3_600, "hour"],
   [60, "minute"],

@@ -12,6 +12,7 @@ import type { TLSSocket } from "node:tls";
 import { generateJoinCode, type JoinCode } from "../../src/core/join-code.js";
 import type { MachineIdentity } from "../../src/node/identity.js";
 import type { JoinSession } from "../../src/node/join-session.js";
+import type { Inventory } from "../../src/types.js";
 import {
   bindingTranscript,
   createClusterCa,
@@ -142,6 +143,10 @@ export interface FakeListener {
    * to another founder's time than the one the joiner was told. Cleared by `resetBehaviour`.
    */
   answerServerTime: string | undefined;
+  /** The inventory each registration sent, by join id. */
+  inventories: Map<string, Inventory | undefined>;
+  /** How many registrations it holds. */
+  registrationCount(): number;
   /** Restores honest behaviour and zeroes the counters. */
   resetBehaviour(): void;
   /** Records a registration for `identity` without a PAKE and returns the session a joiner would keep. */
@@ -280,7 +285,10 @@ export async function startFakeListener(
       case "registration":
         return proven(req, body, (k, pairing) => {
           const existing = [...registrations.values()].find((r) => r.keyFingerprint === k);
-          return existing ? { status: 200, body: view(existing) } : { status: 201, body: view(register(k, pairing)) };
+          if (existing) return { status: 200, body: view(existing) };
+          const created = register(k, pairing);
+          listener.inventories.set(created.joinId, body?.inventory);
+          return { status: 201, body: view(created) };
         });
       case "view":
       case "progress": {
@@ -351,6 +359,8 @@ export async function startFakeListener(
     calls: EMPTY_CALLS(),
     bindings: [],
     answerServerTime: undefined,
+    inventories: new Map(),
+    registrationCount: () => registrations.size,
     resetBehaviour() {
       listener.behave = {};
       listener.answerServerTime = undefined;

@@ -127,7 +127,11 @@ export async function isNtpSynchronized(ctx: SourceContext): Promise<boolean | u
   let answer: string | undefined;
   try {
     answer = (
-      await ctx.run("timedatectl", ["show", "-p", "NTPSynchronized", "--value"], ctx.signal ? { signal: ctx.signal } : {})
+      await ctx.run(
+        "timedatectl",
+        ["show", "-p", "NTPSynchronized", "--value"],
+        ctx.signal ? { signal: ctx.signal } : {},
+      )
     ).trim();
   } catch {
     if (ctx.signal?.aborted) throw abortReason(ctx.signal);
