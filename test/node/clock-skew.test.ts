@@ -6,7 +6,7 @@
 // the real CLI under libfaketime against the reference server.)
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { JoinProtocolError } from "../../src/errors/join.js";
-import { createMachineIdentity } from "../../src/node/identity.js";
+import { createMachineIdentity, loadMachineIdentity } from "../../src/node/identity.js";
 import { parseJoinSession, serializeJoinSession } from "../../src/node/join-session.js";
 import { checkJoinCode, registerMachine } from "../../src/node/joiner.js";
 import { getRegistration } from "../../src/node/registration.js";
@@ -143,3 +143,58 @@ describe("the founder's time is bound to the exchange", () => {
     }
   });
 });
+
+describe("certificate dates the other way round", () => {
+  it("a later connection whose recorded offset went stale (the clock fixed since, by NTP) judges by its own clock", async () => {
+    // A listener with the true time and fresh certificates; a session that recorded a clock
+    // three years behind. The founder's time from that offset would be three years on.
+    const listener = await startFakeListener();
+    try {
+      const identity = await createMachineIdentity();
+      const session = { ...listener.sessionFor(identity), clockOffsetMs: AHEAD_MS };
+      expect((await getRegistration(session, identity)).joinId).toBe(session.joinId);
+    } finally {
+      await listener.close();
+    }
+  });
+
+  it("the founder pins a machine's key, never its certificate's dates: long expired or not yet valid, it registers", async () => {
+    const { startHarness } = await import("./harness.js");
+    const h = await startHarness();
+    try {
+      const { url } = await h.admin.mintJoinCode({ endpoint: h.server.joinEndpoint });
+      for (const [notBefore, notAfter] of [
+        [new Date("1999-01-01T00:00:00Z"), new Date("2000-01-01T00:00:00Z")],
+        [new Date(Date.now() + 10 * YEAR_MS), new Date(Date.now() + 11 * YEAR_MS)],
+      ] as const) {
+        const identity = await identityValid(notBefore, notAfter);
+        const result = await registerMachine({ url, identity, release: "0.6.0" });
+        expect(result.created).toBe(true);
+        // And every later call, pinned to that key, is answered.
+        expect((await getRegistration(result.session, identity)).joinId).toBe(result.session.joinId);
+        expect((await h.admin.getNodeJoin(result.session.joinId)).keyFingerprint).toBe(identity.keyFingerprint);
+      }
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+/** A machine identity whose self-signed certificate is valid only from `notBefore` to `notAfter`. */
+async function identityValid(notBefore: Date, notAfter: Date) {
+  const x509 = await import("@peculiar/x509");
+  const keys = (await crypto.subtle.generateKey({ name: "Ed25519" }, true, ["sign", "verify"])) as CryptoKeyPair;
+  const cert = await x509.X509CertificateGenerator.createSelfSigned({
+    name: "CN=machine with a wrong clock",
+    keys,
+    signingAlgorithm: { name: "Ed25519" },
+    notBefore,
+    notAfter,
+    extensions: [new x509.ExtendedKeyUsageExtension(["1.3.6.1.5.5.7.3.2"], false)],
+  });
+  const pkcs8 = Buffer.from(await crypto.subtle.exportKey("pkcs8", keys.privateKey)).toString("base64");
+  return loadMachineIdentity({
+    certPem: cert.toString("pem"),
+    keyPem: `-----BEGIN PRIVATE KEY-----\n${pkcs8.replace(/.{64}(?!$)/g, "$&\n")}\n-----END PRIVATE KEY-----\n`,
+  });
+}
