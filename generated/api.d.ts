@@ -679,6 +679,14 @@ export interface components {
              * @description When the session ends (about 60 seconds after this answer).
              */
             expiresAt: string;
+            /**
+             * Format: date-time
+             * @description The founder's clock when it answered, RFC 3339 in UTC. A field of the channel binding's
+             *     transcript (exactly as carried), so a relay cannot alter it unnoticed; a joiner whose
+             *     own clock is more than 5 minutes off judges certificate validity by it.
+             * @example 2026-11-30T21:38:14.395Z
+             */
+            serverTime: string;
         };
         /**
          * @description The joiner's proof of its join code: the OPAQUE KE3 for the exchange the listener
@@ -775,6 +783,26 @@ export interface components {
              * @enum {string}
              */
             osDiskLayout?: "compute-tail" | "whole-disk";
+            clock?: components["schemas"]["ClockReport"];
+        };
+        /**
+         * @description The joining machine's clock as it stood at registration: how far off the founder's it was,
+         *     and whether the machine says it is synchronised by NTP. A large offset is not refused (the
+         *     trust comes from the PAKE), but the machine's clock needs fixing.
+         */
+        ClockReport: {
+            /**
+             * Format: int64
+             * @description The founder's time minus the machine's, in whole seconds, measured at the PAKE
+             *     (positive: the machine's clock is behind). The SDK fills it in on every registration.
+             * @example 31536000
+             */
+            offsetSeconds?: number;
+            /**
+             * @description Whether the machine's system says its clock is synchronised by NTP (systemd's
+             *     NTPSynchronized). Absent when the system does not say.
+             */
+            ntpSynchronized?: boolean;
         };
         /** @description One whole disk of a joining machine, as its discovery reports it. */
         Disk: {

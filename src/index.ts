@@ -47,6 +47,7 @@ export {
   type ValidationIssue,
 } from "./errors/index.js";
 export { redact, REDACTED } from "./core/redact.js";
+export { CLOCK_TOLERANCE_SECONDS, clockIsOff, clockWarning, describeClockOffset } from "./core/clock.js";
 export {
   createAdminClient,
   watchJoins,
@@ -74,6 +75,7 @@ export type {
   Bundle,
   ClusterNode,
   Inventory,
+  ClockReport,
   Disk,
   Nic,
   Assignment,

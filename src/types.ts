@@ -26,6 +26,8 @@ export type Bundle = components["schemas"]["Bundle"];
 export type ClusterNode = components["schemas"]["ClusterNode"];
 /** A joining machine's hardware. */
 export type Inventory = components["schemas"]["Inventory"];
+/** A joining machine's clock at registration: its offset from the founder's, and whether NTP synchronises it. */
+export type ClockReport = components["schemas"]["ClockReport"];
 /** One whole disk of a joining machine. */
 export type Disk = components["schemas"]["Disk"];
 /** One network interface of a joining machine. */

@@ -65,9 +65,9 @@ export class PakeSteps {
   }
 
   /**
-   * Answers a well-formed KE1 (the caller checked the key, the limits and the body): KE2 and
-   * the CA, or 503 `JOIN_CODE_BUSY` when the code has as many exchanges outstanding as it has
-   * attempts left, 401 `JOIN_CODE_STALE` for a code of a replaced CA, 400 for a KE1 that is
+   * Answers a well-formed KE1 (the caller checked the key, the limits and the body): KE2, the
+   * CA and the founder's time, or 503 `JOIN_CODE_BUSY` when the code has as many exchanges
+   * outstanding as it has attempts left, 401 `JOIN_CODE_STALE` for a code of a replaced CA, 400 for a KE1 that is
    * not an OPAQUE message (it costs the code nothing).
    */
   async start(ctx: RequestContext, keyFingerprint: string, body: { selector: string; ke1: string }): Promise<void> {
@@ -109,7 +109,10 @@ export class PakeSteps {
       return;
     }
     const id = newPakeSession();
-    const expiresAt = Date.now() + timing.pakeSessionMs;
+    const now = Date.now();
+    const expiresAt = now + timing.pakeSessionMs;
+    // The founder's clock, for a joiner whose own is wrong (docs/protocol.md#founder-time).
+    const serverTime = new Date(now).toISOString();
     sessions.add({
       id,
       socketId: this.#o.socketId(ctx.req.socket as TLSSocket),
@@ -121,6 +124,7 @@ export class PakeSteps {
       ke2: new Uint8Array(Buffer.from(login.ke2, "base64url")),
       caDer: ca.certDer,
       caFingerprint: ca.fingerprint,
+      serverTime,
       expiresAt,
     });
     sendJson(ctx, 200, {
@@ -128,6 +132,7 @@ export class PakeSteps {
       ke2: login.ke2,
       caCertificate: ca.certPem,
       expiresAt: new Date(expiresAt).toISOString(),
+      serverTime,
     });
   }
 
@@ -167,6 +172,7 @@ export class PakeSteps {
       caFingerprint: session.caFingerprint,
       clientKeyFingerprint: keyFingerprint,
       exporter: tlsExporter(socket),
+      serverTime: session.serverTime,
     });
     const header = ctx.req.headers["join-binding"];
     if (!(await verifyBinding(keys.kc, transcript, typeof header === "string" ? header : undefined))) {

@@ -46,6 +46,8 @@ export interface PakeSession {
   ke2: Uint8Array;
   caDer: Uint8Array;
   caFingerprint: string;
+  /** The `serverTime` the answer carried, exactly as sent: field 7 of the binding transcript. */
+  serverTime: string;
   expiresAt: number;
 }
 

@@ -98,6 +98,14 @@ export const InventorySchema = z.object({
     .optional(),
   memoryBytes: int64.optional(),
   osDiskLayout: z.enum(["compute-tail", "whole-disk"]).optional(),
+  // Any offset is accepted: the trust comes from the PAKE, the offset only tells the operator
+  // the machine's clock needs fixing (docs/protocol.md#founder-time).
+  clock: z
+    .object({
+      offsetSeconds: z.number().int().min(-Number.MAX_SAFE_INTEGER).max(Number.MAX_SAFE_INTEGER).optional(),
+      ntpSynchronized: z.boolean().optional(),
+    })
+    .optional(),
 });
 
 /** `POST /v1/join/registrations`. */

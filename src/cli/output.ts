@@ -8,6 +8,7 @@
  * @module
  */
 
+import { describeClockOffset } from "../core/clock.js";
 import { redact } from "../core/redact.js";
 import { StratumError } from "../errors/index.js";
 import { EXIT_INTERRUPTED, exitCodeFor } from "./exit-codes.js";
@@ -332,4 +333,13 @@ export function table(
     options.style ? options.style.bold(header) : header,
     ...rows.map((row) => line(row, options.paint ?? ((cell) => cell))),
   ];
+}
+
+/**
+ * The warning for a machine whose clock is more than 5 minutes off the founder's
+ * (docs/protocol.md#founder-time): it joined, with certificates judged by the founder's time,
+ * but its clock needs fixing. `offsetMs` is the founder's time minus this machine's.
+ */
+export function clockLine(offsetMs: number): string {
+  return `this machine's clock is ${describeClockOffset(offsetMs / 1000)} (founder's time ${new Date(Date.now() + offsetMs).toISOString()}): certificates were judged by the founder's time; set the clock (NTP)`;
 }

@@ -75,6 +75,11 @@ export interface BindingTranscriptInput {
   clientKeyFingerprint: string;
   /** The TLS exporter value, label `EXPORTER-Channel-Binding`, no context, 32 bytes. */
   exporter: Uint8Array;
+  /**
+   * The `serverTime` of the `POST /v1/join/pake` answer, exactly as carried (RFC 3339, UTC): the
+   * founder's clock, which a joiner with a wrong clock trusts for certificate validity.
+   */
+  serverTime: string;
 }
 
 const FINGERPRINT = /^[0-9A-F]{2}(?::[0-9A-F]{2}){31}$/;
@@ -95,7 +100,7 @@ function lengthPrefixed(field: Uint8Array): Uint8Array<ArrayBuffer> {
 }
 
 /**
- * The channel-binding transcript both sides MAC. Wire contract, byte for byte: six fields, each
+ * The channel-binding transcript both sides MAC. Wire contract, byte for byte: seven fields, each
  * written as a 4-byte unsigned big-endian length followed by that many bytes, concatenated with
  * nothing before, between or after:
  *
@@ -104,16 +109,18 @@ function lengthPrefixed(field: Uint8Array): Uint8Array<ArrayBuffer> {
  * 3. SHA-256(ke1 ‖ ke2) over the raw KE1 and KE2 bytes (32 bytes);
  * 4. UTF-8 `caFingerprint`, upper-case colon hex (95 bytes);
  * 5. UTF-8 `clientKeyFingerprint`, upper-case colon hex (95 bytes);
- * 6. `exporter`, the TLS exporter `EXPORTER-Channel-Binding` with no context (32 bytes).
+ * 6. `exporter`, the TLS exporter `EXPORTER-Channel-Binding` with no context (32 bytes);
+ * 7. UTF-8 `serverTime`, exactly as the PAKE answer carried it (docs/protocol.md#founder-time).
  *
  * Fingerprints are accepted in either case and upper-cased, so a lower-case copy cannot break
  * the binding.
  * @throws {StratumError} `INVALID_ARGUMENT` when a fingerprint is not 32 colon-hex pairs, the
- * exporter is not 32 bytes, or `session`, `ke1` or `ke2` is empty.
+ * exporter is not 32 bytes, or `session`, `ke1`, `ke2` or `serverTime` is empty.
  */
 export async function bindingTranscript(input: BindingTranscriptInput): Promise<Uint8Array<ArrayBuffer>> {
-  const { session, ke1, ke2, exporter } = input;
+  const { session, ke1, ke2, exporter, serverTime } = input;
   if (typeof session !== "string" || session === "") throw invalid("the PAKE session is empty");
+  if (typeof serverTime !== "string" || serverTime === "") throw invalid("the PAKE answer's serverTime is empty");
   if (!(ke1 instanceof Uint8Array) || ke1.length === 0) throw invalid("ke1 is empty");
   if (!(ke2 instanceof Uint8Array) || ke2.length === 0) throw invalid("ke2 is empty");
   if (!(exporter instanceof Uint8Array) || exporter.length !== EXPORTER_LENGTH) {
@@ -123,7 +130,9 @@ export async function bindingTranscript(input: BindingTranscriptInput): Promise<
   const clientKey = normalizeFingerprint(input.clientKeyFingerprint, "clientKeyFingerprint");
   const messages = new Uint8Array(await subtle().digest("SHA-256", concatBytes(ke1, ke2)));
   return concatBytes(
-    ...[utf8(JOIN_PROTOCOL_LABEL), utf8(session), messages, utf8(ca), utf8(clientKey), exporter].map(lengthPrefixed),
+    ...[utf8(JOIN_PROTOCOL_LABEL), utf8(session), messages, utf8(ca), utf8(clientKey), exporter, utf8(serverTime)].map(
+      lengthPrefixed,
+    ),
   );
 }
 

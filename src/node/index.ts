@@ -29,6 +29,7 @@ export {
   type RegisterResult,
 } from "./joiner.js";
 export { serializeJoinSession, parseJoinSession, type JoinSession } from "./join-session.js";
+export { CLOCK_TOLERANCE_SECONDS } from "./clock.js";
 export { openMachineDirectory, type MachineDirectory, type OpenMachineDirectoryOptions } from "./machine-dir.js";
 export {
   getRegistration,
@@ -50,6 +51,7 @@ export {
   type Inventory as CollectedInventory,
   type DiskHolder,
   type DiskPartition,
+  type InventoryClock,
   type InventoryCpu,
   type InventoryDisk,
   type InventoryNic,

@@ -27,6 +27,13 @@ export interface JoinSession {
   readonly pairingCode: string;
   /** The release the machine registered with. */
   readonly release: string;
+  /**
+   * The founder's time minus this machine's at the registration, in ms (absent in a session
+   * written before it was recorded). Past 5 minutes, later connections judge the listener's
+   * certificate by the founder's time as well as by this machine's clock
+   * (docs/protocol.md#pinned-calls).
+   */
+  readonly clockOffsetMs?: number;
 }
 
 /** The string fields of the serialised session, in their order; `version` is the literal 1. */
@@ -54,13 +61,18 @@ function readShape(value: unknown): JoinSession | string {
   if (wrong !== undefined) return `${wrong}: expected a string`;
   const session: Record<string, unknown> = { version: 1 };
   for (const field of STRING_FIELDS) session[field] = record[field];
+  if (record.clockOffsetMs !== undefined) {
+    if (!Number.isSafeInteger(record.clockOffsetMs)) return "clockOffsetMs: expected an integer";
+    session.clockOffsetMs = record.clockOffsetMs;
+  }
   return session as unknown as JoinSession;
 }
 
 /** The session as one JSON document (stable field order), for a file stage 2 reads. */
 export function serializeJoinSession(session: JoinSession): string {
   const { version, endpoint, caPem, caFingerprint: ca, joinId, keyFingerprint, pairingCode, release } = session;
-  return `${JSON.stringify({ version, endpoint, caPem, caFingerprint: ca, joinId, keyFingerprint, pairingCode, release }, null, 2)}\n`;
+  const clock = session.clockOffsetMs === undefined ? {} : { clockOffsetMs: session.clockOffsetMs };
+  return `${JSON.stringify({ version, endpoint, caPem, caFingerprint: ca, joinId, keyFingerprint, pairingCode, release, ...clock }, null, 2)}\n`;
 }
 
 /**

@@ -36,6 +36,12 @@ export interface CodeCheckResult extends CodeCheck {
   caPem: string;
   /** Its SHA-256, colon hex. */
   caFingerprint: string;
+  /**
+   * The founder's time minus this machine's, in ms, measured at the PAKE (positive: this
+   * machine's clock is behind). Past 5 minutes the listener's certificate was judged by the
+   * founder's time (docs/protocol.md#founder-time), and the machine's clock needs fixing.
+   */
+  clockOffsetMs: number;
 }
 
 /** What `registerMachine` needs. */
@@ -63,6 +69,22 @@ export interface RegisterResult {
   registration: Registration;
   /** True for a new registration (201), false when this key's registration was returned (200). */
   created: boolean;
+  /**
+   * The founder's time minus this machine's, in ms, measured at the PAKE (positive: this
+   * machine's clock is behind), as the registration reported it (the inventory's `clock`) and
+   * the session keeps it. Past 5 minutes certificates are judged by the founder's time
+   * (docs/protocol.md#founder-time), and the machine's clock needs fixing.
+   */
+  clockOffsetMs: number;
+}
+
+/**
+ * The inventory to send: the caller's (or none) with the clock offset measured at the PAKE
+ * added to its `clock`, so the operator sees a machine whose clock needs fixing
+ * (docs/protocol.md#founder-time). What the caller's inventory says of NTP is kept.
+ */
+function withClock(inventory: Inventory | undefined, clockOffsetMs: number): Inventory {
+  return { ...inventory, clock: { ...inventory?.clock, offsetSeconds: Math.round(clockOffsetMs / 1000) } };
 }
 
 /**
@@ -98,7 +120,13 @@ export async function checkJoinCode(options: CheckJoinCodeOptions): Promise<Code
     options,
   );
   const check = await parseAnswer("CodeCheckSchema", "POST /v1/join/code-checks", response.json);
-  return { ...check, endpoint: target.endpoint, caPem: proof.caPem, caFingerprint: proof.caFingerprint };
+  return {
+    ...check,
+    endpoint: target.endpoint,
+    caPem: proof.caPem,
+    caFingerprint: proof.caFingerprint,
+    clockOffsetMs: proof.clockOffsetMs,
+  };
 }
 
 /**
@@ -120,13 +148,13 @@ export async function registerMachine(options: RegisterMachineOptions): Promise<
     target,
     identity,
     "/v1/join/registrations",
-    (pake) => ({
+    (pake, { clockOffsetMs }) => ({
       pake,
       release: options.release,
       ...(options.selfUpgrade !== undefined ? { selfUpgrade: options.selfUpgrade } : {}),
       ...(options.hostname !== undefined ? { hostname: options.hostname } : {}),
       ...(options.systemSerial !== undefined ? { systemSerial: options.systemSerial } : {}),
-      ...(options.inventory !== undefined ? { inventory: options.inventory } : {}),
+      inventory: withClock(options.inventory, clockOffsetMs),
     }),
     options,
   );
@@ -164,6 +192,7 @@ export async function registerMachine(options: RegisterMachineOptions): Promise<
     keyFingerprint: identity.keyFingerprint,
     pairingCode: registration.pairingCode,
     release: options.release,
+    clockOffsetMs: proof.clockOffsetMs,
   };
-  return { session, registration, created };
+  return { session, registration, created, clockOffsetMs: proof.clockOffsetMs };
 }

@@ -28,7 +28,7 @@ import {
 } from "../errors/index.js";
 import { JoinProtocolError } from "../errors/index.js";
 import type { MachineIdentity } from "./identity.js";
-import { verifyListenerCertificate } from "./pki.js";
+import { verifyPinnedListener } from "./pki.js";
 
 /** RFC 9266 `tls-exporter` channel binding label; 32 bytes, as docs/protocol.md#binding-transcript fixes. */
 const EXPORTER_LABEL = "EXPORTER-Channel-Binding";
@@ -174,6 +174,12 @@ export interface OpenPinnedConnectionOptions {
    * given, the connection is refused unless the listener's leaf passes that check.
    */
   ca?: Uint8Array | undefined;
+  /**
+   * The founder's time minus this machine's, in ms, as measured at the PAKE (the join
+   * session's `clockOffsetMs`). Past 5 minutes, the listener's certificate is judged valid at
+   * the founder's time, or at this machine's own clock should it have been fixed since.
+   */
+  clockOffsetMs?: number | undefined;
   /** SNI to send; default: `host` when it is a name (never an IP literal, RFC 6066). */
   servername?: string;
   /** Aborts the connection attempt; the abort is re-thrown as is. */
@@ -284,14 +290,13 @@ export function connectPinnedSocket(options: OpenPinnedConnectionOptions, onread
         if (socket.getProtocol() !== "TLSv1.3")
           throw new JoinProtocolError("TLS_FAILED", "the listener did not speak TLS 1.3");
         if (options.ca) {
-          verifyListenerCertificate({ chain: peerChainOf(socket), caDer: options.ca, dialledHost: host });
-          if (!socket.authorized) {
-            throw new JoinProtocolError(
-              "LISTENER_CERTIFICATE",
-              `listener certificate: refused by OpenSSL against the pinned CA (${String(socket.authorizationError)})`,
-              { check: "chain" },
-            );
-          }
+          verifyPinnedListener({
+            chain: peerChainOf(socket),
+            caDer: options.ca,
+            dialledHost: host,
+            clockOffsetMs: options.clockOffsetMs,
+            openSslError: socket.authorized ? undefined : String(socket.authorizationError),
+          });
         }
       } catch (error) {
         fail(error);

@@ -16,6 +16,7 @@ import type * as X509 from "@peculiar/x509";
 import { StratumError } from "../errors/index.js";
 import { JoinProtocolError } from "../errors/index.js";
 import { subjectAltNames, subjectPublicKeyInfo, type AltName } from "./certificate-fields.js";
+import { CLOCK_TOLERANCE_SECONDS, founderNow } from "./clock.js";
 
 /** The URI SAN that marks a leaf as the join listener's. Node transport leaves never carry it. */
 export const LISTENER_ROLE_URI = "urn:stratum:join-listener";
@@ -279,4 +280,44 @@ export function verifyListenerCertificate(options: {
   if (!names.some((n) => n.type === "url" && n.value === LISTENER_ROLE_URI)) {
     throw certificateError("role", `it lacks the listener role (URI SAN ${LISTENER_ROLE_URI})`);
   }
+}
+
+// OpenSSL's verdicts that only say the local clock is outside a certificate's dates.
+const DATE_ONLY = new Set(["CERT_NOT_YET_VALID", "CERT_HAS_EXPIRED"]);
+
+/**
+ * The listener check of a connection pinned to a CA (docs/protocol.md#pinned-calls):
+ * {@link verifyListenerCertificate}, then OpenSSL's own verdict against the CA as a second
+ * opinion. With a clock offset past the tolerance (docs/protocol.md#founder-time), validity is
+ * judged at the founder's time, and at this machine's own clock when that fails: a clock fixed
+ * since the join (NTP on the next boot) makes the recorded offset stale, and must not lock the
+ * machine out. OpenSSL, which can only use the local clock, is then heard on everything but
+ * the dates.
+ * @param options.clockOffsetMs the founder's time minus this machine's, ms, from the join session
+ * @param options.openSslError OpenSSL's verification error (`socket.authorizationError`), or
+ *   undefined when it accepted the chain
+ * @throws JoinProtocolError `LISTENER_CERTIFICATE`
+ * @internal
+ */
+export function verifyPinnedListener(options: {
+  chain: readonly Uint8Array[];
+  caDer: Uint8Array;
+  dialledHost: string;
+  clockOffsetMs?: number | undefined;
+  openSslError: string | undefined;
+}): void {
+  const { chain, caDer, dialledHost, clockOffsetMs, openSslError } = options;
+  const corrected = clockOffsetMs !== undefined && Math.abs(clockOffsetMs) > CLOCK_TOLERANCE_SECONDS * 1000;
+  try {
+    verifyListenerCertificate({ chain, caDer, dialledHost, now: founderNow(clockOffsetMs) });
+  } catch (error) {
+    if (!corrected || !(error instanceof JoinProtocolError && error.check === "validity")) throw error;
+    try {
+      verifyListenerCertificate({ chain, caDer, dialledHost });
+    } catch {
+      throw error;
+    }
+  }
+  if (openSslError === undefined || (corrected && DATE_ONLY.has(openSslError))) return;
+  throw certificateError("chain", `refused by OpenSSL against the pinned CA (${openSslError})`);
 }

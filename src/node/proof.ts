@@ -6,10 +6,11 @@
  *     `JOIN_CODE_BUSY` or 429, is waited out and sent again on a fresh connection);
  *  3. `finishLogin` with the server identifier of that CA: if it fails, the listener did not
  *     prove the code and nothing more is sent;
- *  4. the listener's TLS leaf must chain to that CA, be valid, name the dialled host and carry
- *     the listener role; only then is the CA pinned;
+ *  4. the listener's TLS leaf must chain to that CA, be valid (at the founder's time, from the
+ *     answer's `serverTime`, when this machine's clock is more than 5 minutes off), name the
+ *     dialled host and carry the listener role; only then is the CA pinned;
  *  5. KE3 in the seeded body of the next call, with `Join-Binding` (HMAC over a transcript that
- *     includes the TLS exporter, so a relay that terminates TLS fails it: the listener says so
+ *     includes the TLS exporter and `serverTime`, so a relay that terminates TLS fails it: the listener says so
  *     with 401 `JOIN_BINDING_FAILED`, reported as `CONNECTION_INTERCEPTED`);
  *  6. the answer's `Join-Binding` is checked before the body is trusted.
  * @module
@@ -35,6 +36,7 @@ import {
   type PinnedResponse,
 } from "./pinned-connection.js";
 import { caFingerprint, verifyListenerCertificate } from "./pki.js";
+import { founderNow, measureClockOffset } from "./clock.js";
 
 /** Where the join listener is and which code to prove: a join URL, or an endpoint and a code. */
 export type JoinTarget =
@@ -148,6 +150,8 @@ export interface Proof {
   caPem: string;
   caDer: Uint8Array;
   caFingerprint: string;
+  /** The founder's time minus this machine's, ms, measured at the PAKE answer. */
+  clockOffsetMs: number;
 }
 
 /**
@@ -168,8 +172,11 @@ async function proveCode(
     json: { selector: target.code.selector, ke1: login.ke1 },
     ...within(deadline),
   });
+  const receivedAtMs = Date.now();
   if (response.status !== 200) throw refusalOf(response, "POST /v1/join/pake");
   const challenge = await parseAnswer("PakeChallengeSchema", "POST /v1/join/pake", response.json);
+  // Measured before the Argon2 below, which would otherwise count as clock difference.
+  const clockOffsetMs = measureClockOffset(challenge.serverTime, receivedAtMs);
   const caDer = pemToDer(challenge.caCertificate);
   throwIfAborted(deadline.signal);
   const finished = await finishLogin({ state: login.state, ke2: challenge.ke2, code: target.code.code, caDer });
@@ -181,7 +188,13 @@ async function proveCode(
       `the join listener at ${target.endpoint} did not prove the join code: the code is mistyped, or this is not the cluster's join listener. Nothing more was sent.`,
     );
   }
-  verifyListenerCertificate({ chain: connection.peerChainDer(), caDer, dialledHost: target.host });
+  // docs/protocol.md#founder-time: a clock more than 5 minutes off judges by the founder's time.
+  verifyListenerCertificate({
+    chain: connection.peerChainDer(),
+    caDer,
+    dialledHost: target.host,
+    now: founderNow(clockOffsetMs),
+  });
   const ca = caFingerprint(caDer);
   const keys = await deriveBindingKeys(finished.sessionKey);
   const transcript = await bindingTranscript({
@@ -191,6 +204,7 @@ async function proveCode(
     caFingerprint: ca,
     clientKeyFingerprint: keyFingerprint,
     exporter: connection.exporter(),
+    serverTime: challenge.serverTime,
   });
   return {
     session: challenge.session,
@@ -202,6 +216,7 @@ async function proveCode(
     caPem: new X509Certificate(caDer).toString(),
     caDer,
     caFingerprint: ca,
+    clockOffsetMs,
   };
 }
 
@@ -262,7 +277,7 @@ export async function proveAndCall(
   target: Target,
   identity: MachineIdentity,
   path: string,
-  body: (pake: { session: string; ke3: string }) => Record<string, unknown>,
+  body: (pake: { session: string; ke3: string }, proof: Pick<Proof, "clockOffsetMs">) => Record<string, unknown>,
   options: ProveOptions,
 ): Promise<{ response: PinnedResponse; proof: Proof }> {
   checkTimeout("timeoutMs", options.timeoutMs);
@@ -301,7 +316,7 @@ export async function proveAndCall(
           connection,
           proof,
           path,
-          body({ session: proof.session, ke3: proof.ke3 }),
+          body({ session: proof.session, ke3: proof.ke3 }, proof),
           deadline,
         );
         return { response, proof };

@@ -67,6 +67,7 @@ export function sessionConnectionOptions(
     port,
     identity,
     ca: sessionCaDer(session),
+    ...(session.clockOffsetMs !== undefined ? { clockOffsetMs: session.clockOffsetMs } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
     ...(options.connectTimeoutMs ? { connectTimeoutMs: options.connectTimeoutMs } : {}),
   };

@@ -80,8 +80,14 @@ export const ProblemSchema = z.object({
 // ---------------------------------------------------------------------------------------
 // The join listener's answers (read by the Node joiner)
 
-/** `PakeChallenge`: the listener's KE2 and the cluster CA it proves it holds. */
-export const PakeChallengeSchema = z.object({ session: str, ke2: str, caCertificate: str, expiresAt: str });
+/** `PakeChallenge`: the listener's KE2, the cluster CA it proves it holds, and the founder's time. */
+export const PakeChallengeSchema = z.object({
+  session: str,
+  ke2: str,
+  caCertificate: str,
+  expiresAt: str,
+  serverTime: str,
+});
 
 /** `Upgrade`: the release a joiner on an older release upgrades itself to. */
 export const UpgradeSchema = z.object({ from: str, to: str, source: opt(str), served: opt(bool) });
@@ -224,6 +230,9 @@ export const CpuSchema = z.object({
   virtualization: opt(str),
 });
 
+/** `ClockReport`: the joining machine's clock at registration. */
+export const ClockReportSchema = z.object({ offsetSeconds: opt(int), ntpSynchronized: opt(bool) });
+
 /** `Inventory`: a joining machine's hardware, as it reported it. */
 export const InventorySchema = z.object({
   uefi: opt(bool),
@@ -232,6 +241,7 @@ export const InventorySchema = z.object({
   cpu: opt(CpuSchema),
   memoryBytes: opt(int),
   osDiskLayout: opt(z.enum(["compute-tail", "whole-disk"])),
+  clock: opt(ClockReportSchema),
 });
 
 // ---------------------------------------------------------------------------------------

@@ -33,7 +33,8 @@ const EC_P256: EcKeyGenParams & EcKeyImportParams = { name: "ECDSA", namedCurve:
 const SIGNING_ALGORITHM: EcdsaParams = { name: "ECDSA", hash: "SHA-256" };
 const DAY_MS = 86_400_000;
 // Backdating absorbs small clock differences between the founder and a joiner that has just
-// booted; a joiner whose clock is further off fails the validity check with a clear message.
+// booted: within 5 minutes the joiner judges validity by its own clock; a joiner further off
+// judges it by the founder's time, learned in the PAKE (docs/protocol.md#founder-time).
 const BACKDATE_MS = 5 * 60_000;
 
 function validity(validDays: number | undefined, fallbackDays: number): { notBefore: Date; notAfter: Date } {

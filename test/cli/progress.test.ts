@@ -119,7 +119,7 @@ describe("progress: the joiner's steps take the join to joined", () => {
     ).toBe("joined");
   });
 
-  it("--no-inventory sends none (the default approval is then refused); --inventory FILE sends the file", async () => {
+  it("--no-inventory sends no hardware (the default approval is then refused); --inventory FILE sends the file", async () => {
     const none = await cli([
       "register",
       "--url",
@@ -132,7 +132,10 @@ describe("progress: the joiner's steps take the join to joined", () => {
       "--json",
     ]);
     expect(none.code).toBe(0);
-    expect((await h.admin.getNodeJoin(none.json.joinId)).inventory ?? null).toBeNull();
+    // No hardware: only the clock, which every registration reports (docs/protocol.md#founder-time).
+    const bare = (await h.admin.getNodeJoin(none.json.joinId)).inventory;
+    expect(Object.keys(bare ?? {})).toEqual(["clock"]);
+    expect(Math.abs(bare!.clock!.offsetSeconds!)).toBeLessThan(60);
     const refused = await cli(["admin", "approve", none.json.joinId, ...admin, "--json"], { env: env() });
     expect(refused.code).toBe(13);
     const file = join(tmp, "inventory.json");

@@ -135,6 +135,13 @@ describe.runIf(runnable)("the console example in Chromium: approving machines", 
     );
     await w.register(url, "vm-a", "vm", "VM-A-0001", vmInventory("52:54:00:12:34:56", "10.0.2.15", "VMA"));
     await w.register(url, "vm-b", "vm", undefined, undefined);
+    // vm-b reports what a machine booted with a dead RTC battery reports (test/cli/clock-skew
+    // runs such a joiner under libfaketime): its clock a year ahead of the founder's, no NTP.
+    const vmB = w.machines.get("vm-b")!.session.joinId;
+    const store = w.server.cluster.store;
+    store.tx(() =>
+      store.patchJoin(vmB, { inventory: { clock: { offsetSeconds: -31_536_000, ntpSynchronized: false } } }),
+    );
 
     for (const [key, machine] of w.machines) {
       const row = w.card(key);
@@ -163,6 +170,13 @@ describe.runIf(runnable)("the console example in Chromium: approving machines", 
     expect(hardware).toContain("nvme1n1, 3.8 TB, blank");
     expect(hardware).toContain("enp2s0f0: 58:47:ca:70:12:22, link up, 25 Gb/s");
     expect(hardware).not.toMatch(/ifb0|\blo\b/);
+    // Only the machine whose clock is off says so, in words.
+    await expect
+      .poll(() => w.card("vm-b").getByTestId("join-clock").textContent(), POLL)
+      .toBe("Its clock is 1 year ahead of the founder's (not synchronised by NTP): fix it.");
+    expect(await w.card("vm-b").getByTestId("join-clock").isVisible()).toBe(true);
+    for (const key of ["node-2", "node-3", "vm-a"])
+      expect(await w.card(key).getByTestId("join-clock").isVisible(), key).toBe(false);
     const bare = (await w.card("vm-b").getByTestId("join-hardware").textContent())!;
     expect(bare).toBe("Hardwarenot reported by the machine");
     expect(bare).not.toContain("Memory");

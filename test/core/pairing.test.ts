@@ -32,6 +32,9 @@ const CA_FP = "69:59:09:70:01:D1:05:01:AC:7D:54:C0:BD:B8:DB:61:42:0F:65:8F:29:22
 const KEY_FP = "25:C3:9B:FD:3E:6F:2F:56:B3:FB:E8:D5:E3:70:BF:8D:DF:AB:35:A1:67:52:02:F1:B4:64:3D:72:B4:19:D8:79"; // sha256("client key")
 
 // Computed once with this implementation, and cross-checked below against node:crypto.
+/** The founder's time as the PAKE answer carries it: field 7 of the transcript. */
+const SERVER_TIME = "2026-11-29T14:00:00.000Z";
+
 const VECTORS = {
   kc: "16c5185ca8117acfa831c7518f99657c48ff244cbf72fb5f0a657b4ac32caf04",
   ks: "ffce72cb03e1debf60a3122269cd8d9d97883f7d1eda1f69ff6a31ba4560c27e",
@@ -42,9 +45,10 @@ const VECTORS = {
     "0000002097ca53e4fd752f81c31c88062fcd06b6574b73039fba35b99cdf87b3036cc6dc" +
     "0000005f36393a35393a30393a37303a30313a44313a30353a30313a41433a37443a35343a43303a42443a42383a44423a36313a34323a30463a36353a38463a32393a32323a43433a32363a45343a36443a35333a36313a31393a41333a31313a3236" +
     "0000005f32353a43333a39423a46443a33453a36463a32463a35363a42333a46423a45383a44353a45333a37303a42463a38443a44463a41423a33353a41313a36373a35323a30323a46313a42343a36343a33443a37323a42343a31393a44383a3739" +
-    "00000020c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedfe0e1e2e3e4e5e6e7",
-  clientBinding: "YfaITtBQUf9Rw6aVNFvYMPaDu1Dq5Z9xY9cO/4naExU=",
-  serverBinding: "q100E42AjZffTJGZ4yi0+hOjOZn6/8/1cmB00zu3LM8=",
+    "00000020c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedfe0e1e2e3e4e5e6e7" +
+    "00000018323032362d31312d32395431343a30303a30302e3030305a",
+  clientBinding: "KWyDPjbmnURAykU7Xgm14VS47/ypSPeKzALFR0JtSxc=",
+  serverBinding: "l7yNdzQbiZznrXnNZXzh4zbcGrnAQvkdhcJ9DLsPSmA=",
   pairingCode: "NGWPRR",
 };
 
@@ -56,6 +60,7 @@ function transcriptInput() {
     caFingerprint: CA_FP,
     clientKeyFingerprint: KEY_FP,
     exporter: EXPORTER,
+    serverTime: SERVER_TIME,
   };
 }
 
@@ -73,6 +78,7 @@ function nodeTranscript(i: ReturnType<typeof transcriptInput>): Buffer {
     field(utf8(i.caFingerprint)),
     field(utf8(i.clientKeyFingerprint)),
     field(i.exporter),
+    field(utf8(i.serverTime)),
   ]);
 }
 
@@ -106,7 +112,7 @@ describe("fixed vectors", () => {
   it("builds the transcript", async () => {
     const t = await bindingTranscript(transcriptInput());
     expect(hex(t)).toBe(VECTORS.transcript);
-    expect(t.length).toBe(6 * 4 + 15 + SESSION.length + 32 + 95 + 95 + 32);
+    expect(t.length).toBe(7 * 4 + 15 + SESSION.length + 32 + 95 + 95 + 32 + SERVER_TIME.length);
     expect(hex(nodeTranscript(transcriptInput()))).toBe(VECTORS.transcript);
   });
 
@@ -145,7 +151,8 @@ describe("against node:crypto on random inputs", () => {
         fc.uint8Array({ minLength: 32, maxLength: 32 }),
         fc.uint8Array({ minLength: 32, maxLength: 32 }),
         fc.uint8Array({ minLength: 32, maxLength: 32 }),
-        async (sessionKey, session, ke1, ke2, exporter, caDer, keyDer) => {
+        fc.date({ min: new Date("1970-01-01T00:00:00Z"), max: new Date("9999-12-31T23:59:59Z"), noInvalidDate: true }),
+        async (sessionKey, session, ke1, ke2, exporter, caDer, keyDer, when) => {
           const input = {
             session,
             ke1,
@@ -153,6 +160,7 @@ describe("against node:crypto on random inputs", () => {
             exporter,
             caFingerprint: fingerprintHex(caDer),
             clientKeyFingerprint: fingerprintHex(keyDer),
+            serverTime: when.toISOString(),
           };
           const keys = await deriveBindingKeys(sessionKey);
           const node = nodeKeys(sessionKey);
@@ -201,11 +209,16 @@ describe("verifyBinding", () => {
     }
   });
 
-  it("a relayed connection (another exporter) or another client key gives another transcript", async () => {
+  it("a relayed connection (another exporter), another client key or another founder's time gives another transcript", async () => {
     const base = hex(await bindingTranscript(transcriptInput()));
     expect(hex(await bindingTranscript({ ...transcriptInput(), exporter: randomBytes(32) }))).not.toBe(base);
     expect(hex(await bindingTranscript({ ...transcriptInput(), clientKeyFingerprint: CA_FP }))).not.toBe(base);
     expect(hex(await bindingTranscript({ ...transcriptInput(), ke2: seq(320, 8) }))).not.toBe(base);
+    // The founder's time, exactly as carried: another instant, or the same one spelt otherwise.
+    expect(hex(await bindingTranscript({ ...transcriptInput(), serverTime: "2023-11-29T14:00:00.000Z" }))).not.toBe(
+      base,
+    );
+    expect(hex(await bindingTranscript({ ...transcriptInput(), serverTime: "2026-11-29T14:00:00Z" }))).not.toBe(base);
     // Lower-case fingerprints are the same fingerprints.
     expect(hex(await bindingTranscript({ ...transcriptInput(), caFingerprint: CA_FP.toLowerCase() }))).toBe(base);
   });
@@ -218,6 +231,7 @@ describe("verifyBinding", () => {
       { clientKeyFingerprint: KEY_FP.replace(/:/g, "") },
       { session: "" },
       { ke1: new Uint8Array(0) },
+      { serverTime: "" },
     ];
     for (const patch of bad) {
       const error = await bindingTranscript({ ...transcriptInput(), ...patch }).catch((e: unknown) => e);

@@ -131,7 +131,7 @@ async function rawProof(connection: PinnedConnection, identity: MachineIdentity,
     json: { selector: joinCode.selector, ke1: login.ke1 },
   });
   expect(answer.status).toBe(200);
-  const challenge = answer.json as { session: string; ke2: string; caCertificate: string };
+  const challenge = answer.json as { session: string; ke2: string; caCertificate: string; serverTime: string };
   const caDer = new Uint8Array(new X509Certificate(challenge.caCertificate).raw);
   const finished = await finishLogin({ state: login.state, ke2: challenge.ke2, code: joinCode.code, caDer });
   expect(finished).toBeDefined();
@@ -143,6 +143,7 @@ async function rawProof(connection: PinnedConnection, identity: MachineIdentity,
     caFingerprint: caFingerprint(caDer),
     clientKeyFingerprint: identity.keyFingerprint,
     exporter: connection.exporter(),
+    serverTime: challenge.serverTime,
   });
   return {
     body: { pake: { session: challenge.session, ke3: finished!.ke3 }, release: "0.6.0" },

@@ -12,6 +12,7 @@ import type { TLSSocket } from "node:tls";
 import { generateJoinCode, type JoinCode } from "../../src/core/join-code.js";
 import type { MachineIdentity } from "../../src/node/identity.js";
 import type { JoinSession } from "../../src/node/join-session.js";
+import type { Inventory } from "../../src/types.js";
 import {
   bindingTranscript,
   createClusterCa,
@@ -108,6 +109,8 @@ interface Exchange {
   ke1: Uint8Array;
   ke2: Uint8Array;
   socket: TLSSocket;
+  /** The `serverTime` the PAKE answer carried, honestly. */
+  serverTime: string;
 }
 
 interface Registration {
@@ -134,6 +137,16 @@ export interface FakeListener {
   calls: Record<Route, number>;
   /** The server `Join-Binding` header of each honest KE3 answer, in order. */
   bindings: string[];
+  /**
+   * When set, the `serverTime` its own answer's `Join-Binding` covers (the client's binding is
+   * still checked against the one the PAKE answer carried): a listener whose answer is bound
+   * to another founder's time than the one the joiner was told. Cleared by `resetBehaviour`.
+   */
+  answerServerTime: string | undefined;
+  /** The inventory each registration sent, by join id. */
+  inventories: Map<string, Inventory | undefined>;
+  /** How many registrations it holds. */
+  registrationCount(): number;
   /** Restores honest behaviour and zeroes the counters. */
   resetBehaviour(): void;
   /** Records a registration for `identity` without a PAKE and returns the session a joiner would keep. */
@@ -165,9 +178,17 @@ async function readBody(req: IncomingMessage): Promise<any> {
 }
 
 /** Starts a fake listener on 127.0.0.1 with one live join code. */
-export async function startFakeListener(): Promise<FakeListener> {
-  const ca = await createClusterCa();
-  const leaf = await issueListenerCertificate(ca, { hosts: ["127.0.0.1"] });
+export async function startFakeListener(
+  options: {
+    /** The cluster CA and the listener's leaf, e.g. made at another time; default fresh ones. */
+    pki?: { ca: ClusterCa; leaf: { certPem: string; keyPem?: string } };
+    /** The founder's clock, ms since the epoch (default `Date.now()`): what `serverTime` says. */
+    clock?: () => number;
+  } = {},
+): Promise<FakeListener> {
+  const ca = options.pki?.ca ?? (await createClusterCa());
+  const leaf = options.pki?.leaf ?? (await issueListenerCertificate(ca, { hosts: ["127.0.0.1"] }));
+  const clock = options.clock ?? Date.now;
   const serverSetup = await createServerSetup();
   const code = generateJoinCode();
   const codeId = "jc-fake0001";
@@ -200,11 +221,24 @@ export async function startFakeListener(): Promise<FakeListener> {
       caFingerprint: ca.fingerprint,
       clientKeyFingerprint: key,
       exporter: tlsExporter(socket),
+      serverTime: exchange.serverTime,
     });
     const header = req.headers["join-binding"];
     if (!(await verifyBinding(keys.kc, transcript, typeof header === "string" ? header : undefined)))
       return problem(401, "JOIN_BINDING_FAILED");
-    const binding = await serverBinding(keys.ks, transcript);
+    const answered =
+      listener.answerServerTime === undefined
+        ? transcript
+        : await bindingTranscript({
+            session: body.pake.session,
+            ke1: exchange.ke1,
+            ke2: exchange.ke2,
+            caFingerprint: ca.fingerprint,
+            clientKeyFingerprint: key,
+            exporter: tlsExporter(socket),
+            serverTime: listener.answerServerTime,
+          });
+    const binding = await serverBinding(keys.ks, answered);
     listener.bindings.push(binding);
     const pairing = formatPairingCode(await derivePairingCode(keys.pairingKey, key));
     const result = answer(key, pairing);
@@ -224,7 +258,9 @@ export async function startFakeListener(): Promise<FakeListener> {
           caDer: ca.certDer,
         });
         const session = `pk-${randomBytes(8).toString("hex").toUpperCase()}`;
+        const serverTime = new Date(clock()).toISOString();
         exchanges.set(session, {
+          serverTime,
           state: login.state,
           ke1: new Uint8Array(Buffer.from(body.ke1, "base64url")),
           ke2: new Uint8Array(Buffer.from(login.ke2, "base64url")),
@@ -236,7 +272,8 @@ export async function startFakeListener(): Promise<FakeListener> {
             session,
             ke2: login.ke2,
             caCertificate: ca.certPem,
-            expiresAt: new Date(Date.now() + 60_000).toISOString(),
+            expiresAt: new Date(clock() + 60_000).toISOString(),
+            serverTime,
           },
         };
       }
@@ -248,7 +285,10 @@ export async function startFakeListener(): Promise<FakeListener> {
       case "registration":
         return proven(req, body, (k, pairing) => {
           const existing = [...registrations.values()].find((r) => r.keyFingerprint === k);
-          return existing ? { status: 200, body: view(existing) } : { status: 201, body: view(register(k, pairing)) };
+          if (existing) return { status: 200, body: view(existing) };
+          const created = register(k, pairing);
+          listener.inventories.set(created.joinId, body?.inventory);
+          return { status: 201, body: view(created) };
         });
       case "view":
       case "progress": {
@@ -318,8 +358,12 @@ export async function startFakeListener(): Promise<FakeListener> {
     behave: {},
     calls: EMPTY_CALLS(),
     bindings: [],
+    answerServerTime: undefined,
+    inventories: new Map(),
+    registrationCount: () => registrations.size,
     resetBehaviour() {
       listener.behave = {};
+      listener.answerServerTime = undefined;
       listener.calls = EMPTY_CALLS();
     },
     sessionFor(identity, state = "pending") {

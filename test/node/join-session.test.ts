@@ -61,3 +61,15 @@ describe("parseJoinSession", () => {
     );
   });
 });
+
+describe("the clock offset a session keeps", () => {
+  it("round-trips, is optional (an older session has none), and must be a whole number of ms", async () => {
+    const base = await session();
+    const kept = { ...base, clockOffsetMs: -31_536_000_123 };
+    expect(parseJoinSession(serializeJoinSession(kept))).toEqual(kept);
+    expect("clockOffsetMs" in parseJoinSession(serializeJoinSession(base))).toBe(false);
+    for (const bad of ["1000", 1.5, null, Number.MAX_VALUE]) {
+      expect(refusal({ ...base, clockOffsetMs: bad })).toContain("clockOffsetMs");
+    }
+  });
+});

@@ -321,7 +321,7 @@ export class TestJoiner {
     if (!this.connection?.alive) await this.connect();
     const { response: pakeAnswer, state, ke1 } = await this.pake(code);
     expect(pakeAnswer.status, JSON.stringify(pakeAnswer.json)).toBe(200);
-    const challenge = pakeAnswer.json as { session: string; ke2: string; caCertificate: string };
+    const challenge = pakeAnswer.json as { session: string; ke2: string; caCertificate: string; serverTime: string };
     const caDer = new Uint8Array(Buffer.from(challenge.caCertificate.replace(/-----[^-]+-----|\s/g, ""), "base64"));
     const finished = await finishLogin({ state, ke2: challenge.ke2, code: parseJoinCode(code).code, caDer });
     if (!finished) throw new Error("the listener did not prove the code");
@@ -335,6 +335,7 @@ export class TestJoiner {
       caFingerprint: caFingerprint(caDer),
       clientKeyFingerprint: this.identity.keyFingerprint,
       exporter: this.connection!.exporter(),
+      serverTime: challenge.serverTime,
     });
     const pairingCode = formatPairingCode(await derivePairingCode(keys.pairingKey, this.identity.keyFingerprint));
     return {

@@ -53,6 +53,7 @@ describe("zod schemas equal the generated types", () => {
     expectTypeOf<Out<typeof S.StackedDeviceSchema>>().toEqualTypeOf<Writable<Schemas["StackedDevice"]>>();
     expectTypeOf<Out<typeof S.NicSchema>>().toEqualTypeOf<Writable<Schemas["Nic"]>>();
     expectTypeOf<Out<typeof S.CpuSchema>>().toEqualTypeOf<Writable<Schemas["Cpu"]>>();
+    expectTypeOf<Out<typeof S.ClockReportSchema>>().toEqualTypeOf<Writable<Schemas["ClockReport"]>>();
   });
 
   it("assignment", () => {

@@ -1,12 +1,12 @@
 /**
  * One machine's card in the join list: who it is (hostname, join id, short key fingerprint,
  * serial, MACs), its pairing code, when it registered and was last heard from, where its join
- * stands in words (with the install's steps), its hardware, its own feedback spot, and the
+ * stands in words (with the install's steps), a warning when its clock is off, its hardware, its own feedback spot, and the
  * approve and reject actions its state allows.
  * @module
  */
 
-import type { NodeJoin } from "@stratum/join";
+import { clockWarning, type NodeJoin } from "@stratum/join";
 import { groupedCode, h } from "./dom.js";
 import { FeedbackSpot } from "./feedback.js";
 import {
@@ -61,6 +61,7 @@ export class JoinCard {
   private readonly pairing = h("span", { class: "pairing-code", "data-testid": "pairing-code" });
   private readonly times = h("p", { class: "times", "data-testid": "join-times" });
   private readonly explain = h("p", { class: "explain", "data-testid": "join-explain" });
+  private readonly clock = h("p", { class: "clock-warning", "data-testid": "join-clock", hidden: "" });
   private readonly steps = h("ol", { class: "steps", "data-testid": "join-steps" });
   private readonly hardware = h("dl", { class: "hardware", "data-testid": "join-hardware" });
   private readonly more = h("dl", { class: "hardware" });
@@ -122,6 +123,7 @@ export class JoinCard {
       h("div", { class: "pairing" }, h("span", { id: pairingLabel, class: "label" }, "Pairing code"), this.pairing),
       this.times,
       this.explain,
+      this.clock,
       this.steps,
       this.hardware,
       h("details", { class: "more" }, h("summary", {}, "More about this machine"), this.more),
@@ -173,6 +175,11 @@ export class JoinCard {
         .filter((part): part is string => Boolean(part))
         .map((part) => h("span", {}, part)),
     );
+    // A machine whose clock is off joins all the same (docs/protocol.md#founder-time); its
+    // clock needs fixing, so the card says so.
+    const clock = clockWarning(join.inventory?.clock);
+    this.clock.hidden = clock === undefined;
+    setText(this.clock, clock ? `${clock.replace(/^the machine's clock/, "Its clock")}.` : "");
     this.hardware.replaceChildren(
       ...summarizeHardware(join.inventory).flatMap(({ term, value }) => [
         h("dt", {}, term),

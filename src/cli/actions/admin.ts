@@ -10,6 +10,7 @@
  */
 
 import { createAdminClient, type AdminClient } from "../../admin/index.js";
+import { clockWarning } from "../../core/clock.js";
 import { parsePairingCode, formatPairingCode } from "../../core/pairing.js";
 import { JoinProtocolError } from "../../errors/index.js";
 import type { Approval, Assignment, NodeJoin } from "../../types.js";
@@ -54,6 +55,8 @@ function joinLines(join: NodeJoin, style: Style): string[] {
     if (value !== undefined && value !== null && value !== "") lines.push(`  ${label.padEnd(14)} ${String(value)}`);
   };
   add("hostname", join.hostname);
+  const clock = clockWarning(join.inventory?.clock);
+  if (clock) lines.push(`  ${"clock".padEnd(14)} ${style.yellow(clock)}`);
   add("serial", join.systemSerial);
   add("release", join.release);
   add("from", join.sourceAddr);
@@ -171,6 +174,12 @@ export const runAdminJoins: CommandAction = async (ctx, args) => {
           },
         ),
   );
+  // A machine whose clock is off joins all the same (docs/protocol.md#founder-time); the
+  // operator is told, on stderr so a --json document stays whole.
+  for (const j of items) {
+    const clock = clockWarning(j.inventory?.clock);
+    if (clock) ctx.out.warn(`${j.id}${j.hostname ? ` (${j.hostname})` : ""}: ${clock}`);
+  }
 };
 
 /** Runs `admin approve`. */

@@ -7,10 +7,11 @@
  * @module
  */
 
+import { clockIsOff } from "../../core/clock.js";
 import { checkJoinCode } from "../../node/joiner.js";
 import { stringFlag, type CommandAction } from "../args.js";
 import { joinTargetOf } from "../joiner.js";
-import { fingerprintLines } from "../output.js";
+import { clockLine, fingerprintLines } from "../output.js";
 import { check } from "../commands/check.js";
 
 /** Runs `check`. */
@@ -40,8 +41,10 @@ export const runCheck: CommandAction = async (ctx, args) => {
       caFingerprint: result.caFingerprint,
       clusterRelease: result.clusterRelease,
       expiresAt: result.expiresAt,
+      clockOffsetSeconds: Math.round(result.clockOffsetMs / 1000),
       ...(result.upgrade ? { upgrade: result.upgrade } : {}),
     },
     lines,
   );
+  if (clockIsOff(result.clockOffsetMs / 1000)) ctx.out.warn(clockLine(result.clockOffsetMs));
 };

@@ -11,6 +11,7 @@
 
 import { hostname as osHostname } from "node:os";
 import { join } from "node:path";
+import { clockIsOff } from "../../core/clock.js";
 import { StratumError } from "../../errors/index.js";
 import { writeDelivery, type WrittenDelivery } from "../../node/delivery.js";
 import { JOIN_STATES, isJoinState } from "../../core/join-states.js";
@@ -29,7 +30,7 @@ import {
 } from "../args.js";
 import { IDENTITY_FILES, openIdentityDir, readJsonFile, readTextFile, saveSession } from "../files.js";
 import { downloadUpgrade, SAFE_RELEASE, joinTargetOf, trustedKeysOf } from "../joiner.js";
-import { fingerprintLines, pairingBanner } from "../output.js";
+import { clockLine, fingerprintLines, pairingBanner } from "../output.js";
 import { stateReporter, waitForState } from "../watch.js";
 import { register } from "../commands/register.js";
 
@@ -77,6 +78,7 @@ function announce(ctx: CommandContext, result: RegisterResult): void {
   ctx.out.say("");
   for (const line of pairingBanner(result.registration.pairingCode, ctx.out.style)) ctx.out.say(`  ${line}`);
   ctx.out.say("");
+  if (clockIsOff(result.clockOffsetMs / 1000)) ctx.out.warn(clockLine(result.clockOffsetMs));
 }
 
 /** The `--json` document of `register` (README: JSON results). */
@@ -101,6 +103,7 @@ function registerDocument(o: {
     caFingerprint: result.session.caFingerprint,
     keyFingerprint: o.keyFingerprint,
     release: result.session.release,
+    clockOffsetSeconds: Math.round(result.clockOffsetMs / 1000),
     identity: { dir, created: o.created },
     sessionFile: o.sessionFile,
     ...(upgraded && o.upgrade

@@ -27,7 +27,8 @@ export const register: CommandSpec = {
     "",
     "On Linux the machine's inventory (NICs, disks, CPU, memory, from /sys, /proc, lsblk and",
     "ip) is collected and sent with the registration: the default approval reads the NICs and",
-    "disks from it. --inventory FILE sends a file instead, --no-inventory none.",
+    "disks from it. --inventory FILE sends a file instead, --no-inventory no hardware (the",
+    "clock's offset from the founder's is always reported).",
     "",
     "With --wait STATE the command waits until the registration reaches STATE, printing each",
     "state as it changes; a delivery that arrives on the way is written to DIR/delivery (all",
@@ -75,7 +76,7 @@ export const register: CommandSpec = {
     "no-inventory": {
       type: "boolean",
       description:
-        "send no inventory (the approval then needs an assignment naming the NICs; the default approval is refused)",
+        "send no hardware inventory, only the clock's offset (the approval then needs an assignment naming the NICs; the default approval is refused)",
     },
     // The old spelling, from when collecting was not the default: scripts that pass it keep working.
     "collect-inventory": {

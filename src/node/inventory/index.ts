@@ -10,6 +10,7 @@ export type {
   DiskHolder,
   DiskPartition,
   Inventory,
+  InventoryClock,
   InventoryCpu,
   InventoryDisk,
   InventoryNic,

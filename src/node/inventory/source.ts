@@ -162,6 +162,7 @@ const RECORDED: Record<string, string> = {
   "lsblk --json --bytes --output-all": "lsblk.json",
   "ip -json addr": "ip-addr.json",
   "ip -json route": "ip-route.json",
+  "timedatectl show -p NTPSynchronized --value": "timedatectl-ntp.txt",
 };
 
 /**

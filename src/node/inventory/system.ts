@@ -4,7 +4,18 @@
  * @module
  */
 
-import { asRecord, at, compact, isDirectory, listDir, readAttr, readText, type SourceContext } from "./source.js";
+import { abortReason } from "../../core/retry.js";
+import {
+  asRecord,
+  at,
+  compact,
+  exists,
+  isDirectory,
+  listDir,
+  readAttr,
+  readText,
+  type SourceContext,
+} from "./source.js";
 import type { InventoryCpu, OsDiskLayout } from "./types.js";
 
 /** One `/proc/cpuinfo` stanza (one logical CPU), keys as printed. */
@@ -103,4 +114,29 @@ export async function readOsDiskLayout(file: string): Promise<OsDiskLayout | und
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Whether the system says NTP synchronises the clock: systemd's `NTPSynchronized` as
+ * `timedatectl show -p NTPSynchronized --value` prints it (timedated asks the kernel, so
+ * chrony and ntpd count as well as timesyncd), else systemd-timesyncd's flag file
+ * `/run/systemd/timesync/synchronized`, present once it synchronised. Undefined when neither
+ * says (no systemd, a container): never a guess, and never a failure of the inventory.
+ */
+export async function isNtpSynchronized(ctx: SourceContext): Promise<boolean | undefined> {
+  let answer: string | undefined;
+  try {
+    answer = (
+      await ctx.run(
+        "timedatectl",
+        ["show", "-p", "NTPSynchronized", "--value"],
+        ctx.signal ? { signal: ctx.signal } : {},
+      )
+    ).trim();
+  } catch {
+    if (ctx.signal?.aborted) throw abortReason(ctx.signal);
+  }
+  if (answer === "yes") return true;
+  if (answer === "no") return false;
+  return (await exists(at(ctx, "/run/systemd/timesync/synchronized"))) ? true : undefined;
 }

@@ -130,6 +130,17 @@ export interface InventoryCpu {
 /** How the OS disk was laid out at install time, as the install record says. */
 export type OsDiskLayout = "compute-tail" | "whole-disk";
 
+/**
+ * The machine's clock. `collectInventory` fills in `ntpSynchronized` where the system says;
+ * `registerMachine` adds `offsetSeconds`, measured against the founder's time at the PAKE.
+ */
+export interface InventoryClock {
+  /** The founder's time minus this machine's, in whole seconds (positive: this machine is behind). */
+  offsetSeconds?: number;
+  /** Whether the system says NTP synchronises the clock (systemd's `NTPSynchronized`); absent when it does not say. */
+  ntpSynchronized?: boolean;
+}
+
 /** What a joining machine reports about itself. */
 export interface Inventory {
   /** True when the machine booted through UEFI (`/sys/firmware/efi` exists). */
@@ -144,4 +155,6 @@ export interface Inventory {
   memoryBytes?: number;
   /** Only from an install record; absent on a machine not installed by Stratum. */
   osDiskLayout?: OsDiskLayout;
+  /** The clock: whether NTP synchronises it, and (at registration) its offset from the founder's. */
+  clock?: InventoryClock;
 }

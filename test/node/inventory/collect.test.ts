@@ -95,6 +95,7 @@ const inventorySchema = z.strictObject({
     .optional(),
   memoryBytes: z.number().int().positive().optional(),
   osDiskLayout: z.enum(["compute-tail", "whole-disk"]).optional(),
+  clock: z.strictObject({ ntpSynchronized: z.boolean() }).optional(),
 });
 
 const SERVER_INVENTORY: Inventory = {
@@ -470,6 +471,36 @@ describe("collectInventory options and failures", () => {
     expect(await layout(record("unknown.json", JSON.stringify({ osDiskLayout: "raid10" })))).toBeUndefined();
     expect(await layout(path.join(temp, "absent.json"))).toBeUndefined();
     expect("osDiskLayout" in (await collectInventory({ root: VM }))).toBe(false);
+  });
+
+  it("says whether NTP synchronises the clock where the system says, and nothing where it does not", async () => {
+    const recorded = recordedWithout(VM);
+    // timedatectl answers, as systemd's timedated does (yes/no), or is missing or failing.
+    const timedatectl =
+      (answer: string | Error): RunCommand =>
+      async (file, args, options) => {
+        if (file !== "timedatectl") return recorded(file, args, options);
+        expect(args).toEqual(["show", "-p", "NTPSynchronized", "--value"]);
+        if (answer instanceof Error) throw answer;
+        return answer;
+      };
+    const clock = async (runCommand: RunCommand, root = VM) => (await collectInventory({ root, runCommand })).clock;
+    expect(await clock(timedatectl("yes\n"))).toEqual({ ntpSynchronized: true });
+    expect(await clock(timedatectl("no\n"))).toEqual({ ntpSynchronized: false });
+    // No systemd to ask (a container, a minimal installer): not a guess, and not a failure.
+    const failed = Object.assign(new Error("System has not been booted with systemd"), { code: 1 });
+    expect(await clock(timedatectl(failed))).toBeUndefined();
+    expect(await clock(timedatectl("maybe"))).toBeUndefined();
+    // Without timedatectl, systemd-timesyncd's flag file says it synchronised.
+    const root = path.join(temp, "timesync-root");
+    execFileSync("cp", ["-a", VM, root]);
+    mkdirSync(path.join(root, "run/systemd/timesync"), { recursive: true });
+    writeFileSync(path.join(root, "run/systemd/timesync/synchronized"), "");
+    expect(await clock(timedatectl(failed), root)).toEqual({ ntpSynchronized: true });
+    // A recorded root answers from its recording, timedatectl-ntp.txt.
+    writeFileSync(path.join(root, "timedatectl-ntp.txt"), "no\n");
+    expect((await collectInventory({ root })).clock).toEqual({ ntpSynchronized: false });
+    expect("clock" in (await collectInventory({ root: VM }))).toBe(false);
   });
 
   it("refuses a root without sys/ and proc/", async () => {

@@ -14,6 +14,7 @@ test("Inventory fits the spec's Inventory and names the same fields", () => {
   expectTypeOf<keyof Item<NonNullable<Inventory["disks"]>>>().toEqualTypeOf<keyof Spec["Disk"]>();
   expectTypeOf<keyof Item<NonNullable<Inventory["nics"]>>>().toEqualTypeOf<keyof Spec["Nic"]>();
   expectTypeOf<keyof NonNullable<Inventory["cpu"]>>().toEqualTypeOf<keyof Spec["Cpu"]>();
+  expectTypeOf<keyof NonNullable<Inventory["clock"]>>().toEqualTypeOf<keyof Spec["ClockReport"]>();
   type Disk = Item<NonNullable<Inventory["disks"]>>;
   expectTypeOf<keyof Item<NonNullable<Disk["partitions"]>>>().toEqualTypeOf<keyof Spec["Partition"]>();
   expectTypeOf<keyof Item<NonNullable<Disk["holders"]>>>().toEqualTypeOf<keyof Spec["DiskHolder"]>();
