@@ -75,6 +75,29 @@ export function startDeadline(timeoutMs: number | undefined, signal: AbortSignal
 }
 
 /**
+ * Runs `call` under a deadline of `timeoutMs` linked to `signal` ({@link startDeadline}):
+ * whatever the deadline or an abort interrupted ends as the `TimeoutError` or the caller's
+ * own reason, not as what the interrupted step made of it; the deadline is disposed after.
+ * @throws StratumError `INVALID_ARGUMENT` for a `timeoutMs` that is not a positive number
+ */
+export async function withDeadline<T>(
+  timeoutMs: number | undefined,
+  signal: AbortSignal | undefined,
+  what: string,
+  call: (deadline: Deadline) => Promise<T>,
+): Promise<T> {
+  const deadline = startDeadline(timeoutMs, signal, what);
+  try {
+    return await call(deadline);
+  } catch (error) {
+    if (deadline.signal.aborted) throw deadline.signal.reason;
+    throw error;
+  } finally {
+    deadline.dispose();
+  }
+}
+
+/**
  * The `signal` and `timeoutMs` of one request made under `deadline`, so that the request ends
  * with the call: its own deadline is what is left of the call's.
  */

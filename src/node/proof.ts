@@ -17,7 +17,7 @@
  */
 import { X509Certificate } from "node:crypto";
 import { fromBase64Url } from "../core/bytes.js";
-import { checkTimeout, startDeadline, within, type Deadline } from "../core/deadline.js";
+import { checkTimeout, withDeadline, within, type Deadline } from "../core/deadline.js";
 import { parseJoinCode, type JoinCode } from "../core/join-code.js";
 import { formatEndpoint, parseEndpoint, parseJoinUrl } from "../core/join-url.js";
 import { bindingTranscript, clientBinding, deriveBindingKeys, verifyBinding } from "../core/pairing.js";
@@ -282,14 +282,10 @@ export async function proveAndCall(
 ): Promise<{ response: PinnedResponse; proof: Proof }> {
   checkTimeout("timeoutMs", options.timeoutMs);
   checkTimeout("connectTimeoutMs", options.connectTimeoutMs);
-  const deadline = startDeadline(
-    options.timeoutMs ?? DEFAULT_JOIN_TIMEOUT_MS,
-    options.signal,
-    `POST ${path} with the join listener at ${target.endpoint}`,
-  );
-  let restarted = false;
-  let busyWaits = 0;
-  try {
+  const what = `POST ${path} with the join listener at ${target.endpoint}`;
+  return withDeadline(options.timeoutMs ?? DEFAULT_JOIN_TIMEOUT_MS, options.signal, what, async (deadline) => {
+    let restarted = false;
+    let busyWaits = 0;
     for (;;) {
       throwIfAborted(deadline.signal);
       const connection = await openPinnedConnection({
@@ -341,11 +337,5 @@ export async function proveAndCall(
         await connection.close();
       }
     }
-  } catch (error) {
-    // Whatever a deadline or an abort interrupted ends as the TimeoutError or the caller's reason.
-    if (deadline.signal.aborted) throw deadline.signal.reason;
-    throw error;
-  } finally {
-    deadline.dispose();
-  }
+  });
 }

@@ -5,7 +5,7 @@
  * @module
  */
 import { parseEndpoint } from "../core/join-url.js";
-import { checkTimeout, startDeadline, within, type Deadline } from "../core/deadline.js";
+import { checkTimeout, startDeadline, withDeadline, within, type Deadline } from "../core/deadline.js";
 import { retryDelay, sleep, throwIfAborted, type BackoffOptions } from "../core/retry.js";
 import { isFinalState } from "../core/join-states.js";
 import {
@@ -107,21 +107,14 @@ async function callOnce(
   operation: string,
   send: (connection: PinnedConnection, deadline: Deadline) => Promise<Registration>,
 ): Promise<Registration> {
-  const deadline = startDeadline(options.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS, options.signal, operation);
-  try {
+  return withDeadline(options.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS, options.signal, operation, async (deadline) => {
     const connection = await openPinnedConnection(connectOptions(session, identity, deadline));
     try {
       return await send(connection, deadline);
     } finally {
       await connection.close();
     }
-  } catch (error) {
-    // Whatever the deadline or an abort interrupted ends as the TimeoutError or the caller's reason.
-    if (deadline.signal.aborted) throw deadline.signal.reason;
-    throw error;
-  } finally {
-    deadline.dispose();
-  }
+  });
 }
 
 function connectOptions(session: JoinSession, identity: MachineIdentity, deadline: Deadline) {
