@@ -14,7 +14,7 @@ import {
 } from "../release/sources.js";
 import type { MachineIdentity } from "./identity.js";
 import type { JoinSession } from "./join-session.js";
-import { connectPinnedSocket } from "./pinned-connection.js";
+import { connectPinnedSocket } from "./pinned-socket.js";
 import { sessionConnectionOptions } from "./registration.js";
 
 /**

@@ -1,44 +1,31 @@
 /**
  * One TLS 1.3 connection to the join listener, held for a whole exchange. The PAKE is bound to
- * the TLS exporter of this very connection (docs/protocol.md#binding-transcript), so the HTTP client on top
- * of it must never quietly reconnect: a second socket would have another exporter and the
+ * the TLS exporter of this very connection (docs/protocol.md#binding-transcript), so the HTTP
+ * client on top of it must never quietly reconnect: a second socket would have another exporter and the
  * binding would fail, or worse, a reconnect could land somewhere else. The undici `Client`
  * here gets exactly one socket, the one opened and checked by this module, and a request that
  * would need another fails with `CONNECTION_CHANGED`.
  *
- * Also the server side's TLS settings and helpers, so the listener and the joiner compute the
- * exporter and the key fingerprint the same way.
+ * The socket itself, its checks and the exporter are in pinned-socket.ts.
  * @module
  */
 
-import { X509Certificate as NodeX509Certificate } from "node:crypto";
-import { isIP, type OnReadOpts } from "node:net";
-import * as tls from "node:tls";
+import { isIP } from "node:net";
 import type * as Undici from "undici";
 import type { Client, Dispatcher } from "undici";
 import { startDeadline } from "../core/deadline.js";
 import { problemFromBody } from "../core/problem.js";
 import { parseRetryAfter } from "../core/retry.js";
-import {
-  NetworkError,
-  ResponseValidationError,
-  type StratumApiError,
-  StratumError,
-  TimeoutError,
-} from "../errors/index.js";
+import { NetworkError, ResponseValidationError, type StratumApiError, StratumError } from "../errors/index.js";
 import { JoinProtocolError } from "../errors/index.js";
-import type { MachineIdentity } from "./identity.js";
-import { verifyPinnedListener } from "./pki.js";
+import {
+  bareHost,
+  connectPinnedSocket,
+  peerChainOf,
+  tlsExporter,
+  type OpenPinnedConnectionOptions,
+} from "./pinned-socket.js";
 
-/** RFC 9266 `tls-exporter` channel binding label; 32 bytes, as docs/protocol.md#binding-transcript fixes. */
-const EXPORTER_LABEL = "EXPORTER-Channel-Binding";
-const EXPORTER_LENGTH = 32;
-const EMPTY_CONTEXT = Buffer.alloc(0);
-/**
- * Time allowed for TCP + TLS when the caller gives none: the listener is on the machine's own
- * network, so a handshake that takes longer than 10 s is not coming.
- */
-export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 // Idle time undici tolerates on the socket between requests. It must outlast the joiner's
 // Argon2 (finishLogin) and checks between the PAKE answer and KE3, and the gap between two
 // long polls; a server's `Keep-Alive: timeout=N` hint can still shorten it.
@@ -55,40 +42,6 @@ const UNDICI_TIMEOUTS_OFF = 0;
  */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 120_000;
 const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
-
-/**
- * The RFC 9266 TLS exporter of a TLS 1.3 socket: 32 bytes for label `EXPORTER-Channel-Binding`.
- * Called with an empty context, as RFC 9266 specifies. In TLS 1.3 (RFC 8446 7.5) "no context"
- * and "empty context" are the same computation and Node/OpenSSL agree (checked in
- * test/node/pinned-connection.test.ts); still, the joiner and the listener both call this
- * helper so they can never disagree on it.
- * @throws JoinProtocolError `TLS_FAILED` if the socket is not (or no longer) TLS 1.3
- */
-export function tlsExporter(socket: tls.TLSSocket): Uint8Array {
-  // Before TLS 1.3 the exporter without extended master secret is not a safe channel binding.
-  if (socket.getProtocol() !== "TLSv1.3") {
-    throw new JoinProtocolError("TLS_FAILED", "the TLS exporter is only used on a TLS 1.3 connection");
-  }
-  return new Uint8Array(socket.exportKeyingMaterial(EXPORTER_LENGTH, EXPORTER_LABEL, EMPTY_CONTEXT));
-}
-
-/**
- * The certificates the peer presented, DER, leaf first, following Node's issuer links and
- * stopping where a certificate issues itself (Node links a self-signed root to itself) or a
- * certificate repeats.
- */
-export function peerChainOf(socket: tls.TLSSocket): Uint8Array[] {
-  const chain: Uint8Array[] = [];
-  const seen = new Set<string>();
-  let cert: tls.DetailedPeerCertificate | undefined = socket.getPeerCertificate(true);
-  while (cert && cert.raw && cert.raw.length > 0 && !seen.has(cert.fingerprint256)) {
-    seen.add(cert.fingerprint256);
-    chain.push(new Uint8Array(cert.raw));
-    if (!cert.issuerCertificate || cert.issuerCertificate === cert) break;
-    cert = cert.issuerCertificate;
-  }
-  return chain;
-}
 
 /** Response headers as undici gives them: lower-case names, repeated headers as arrays. */
 export type IncomingHttpHeaders = Record<string, string | string[] | undefined>;
@@ -160,46 +113,6 @@ export interface PinnedConnection {
   close(): Promise<void>;
 }
 
-/** Options of {@link openPinnedConnection}. */
-export interface OpenPinnedConnectionOptions {
-  /** Host name or IP literal to dial (IPv6 with or without brackets). Also the name the listener's leaf must carry. */
-  host: string;
-  /** TCP port. */
-  port: number;
-  /** The client certificate and key presented in the handshake. */
-  identity: Pick<MachineIdentity, "certPem" | "keyPem">;
-  /**
-   * The pinned cluster CA, DER. Absent before the PAKE: trust then comes from the PAKE and
-   * the joiner must call `verifyListenerCertificate` with the CA of the PAKE answer. When
-   * given, the connection is refused unless the listener's leaf passes that check.
-   */
-  ca?: Uint8Array | undefined;
-  /**
-   * The founder's time minus this machine's, in ms, as measured at the PAKE (the join
-   * session's `clockOffsetMs`). Past 5 minutes, the listener's certificate is judged valid at
-   * the founder's time, or at this machine's own clock should it have been fixed since.
-   */
-  clockOffsetMs?: number | undefined;
-  /** SNI to send; default: `host` when it is a name (never an IP literal, RFC 6066). */
-  servername?: string;
-  /** Aborts the connection attempt; the abort is re-thrown as is. */
-  signal?: AbortSignal;
-  /** Time allowed for TCP + TLS (default 10 s); then `TimeoutError`. */
-  connectTimeoutMs?: number;
-}
-
-function bareHost(host: string): string {
-  return host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
-}
-
-function caPem(der: Uint8Array): string {
-  try {
-    return new NodeX509Certificate(der).toString();
-  } catch (cause) {
-    throw new StratumError("INVALID_ARGUMENT", "the pinned CA is not a DER certificate", { cause });
-  }
-}
-
 /**
  * undici, loaded by the first connection rather than with the joiner: about 19 MiB of memory
  * and 0.12 s of CPU (on this project's machine) that a program reading a join session never
@@ -208,104 +121,6 @@ function caPem(der: Uint8Array): string {
  */
 export function loadUndici(): Promise<typeof Undici> {
   return import("undici");
-}
-
-/**
- * Opens the TLS socket and runs the listener check; resolves once it is safe to use. Used by
- * {@link openPinnedConnection}, and with `onread` by a caller that speaks HTTP on the socket
- * itself: the release download, whose body Node decrypts straight into the downloader's buffers.
- * @internal
- */
-export function connectPinnedSocket(options: OpenPinnedConnectionOptions, onread?: OnReadOpts): Promise<tls.TLSSocket> {
-  const { signal } = options;
-  const host = bareHost(options.host);
-  const servername = options.servername ?? (isIP(host) === 0 ? host : undefined);
-  return new Promise<tls.TLSSocket>((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    let tcpConnected = false;
-    let settled = false;
-    const socket = tls.connect({
-      host,
-      port: options.port,
-      ...(servername !== undefined && isIP(servername) === 0 ? { servername } : {}),
-      cert: options.identity.certPem,
-      key: options.identity.keyPem,
-      minVersion: "TLSv1.3",
-      maxVersion: "TLSv1.3",
-      // Before the PAKE the CA is unknown; with a CA, verifyListenerCertificate below is the
-      // authority (it also checks the listener role, which OpenSSL cannot). OpenSSL's own
-      // verdict against `ca` is consulted as a second opinion, never as the only one.
-      rejectUnauthorized: false,
-      ...(options.ca ? { ca: caPem(options.ca) } : {}),
-      checkServerIdentity: () => undefined,
-      // `onread` is documented for tls.connect; @types/node has it on net's options only
-      ...(onread ? ({ onread } as object) : {}),
-    });
-    const timer = setTimeout(
-      () =>
-        fail(
-          new TimeoutError(
-            `no TLS connection to ${options.host}:${options.port} within ${options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS} ms`,
-          ),
-        ),
-      options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
-    );
-    const onAbort = (): void => fail(signal?.reason);
-    signal?.addEventListener("abort", onAbort, { once: true });
-    const onError = (error: Error): void =>
-      fail(
-        tcpConnected
-          ? new JoinProtocolError(
-              "TLS_FAILED",
-              `TLS 1.3 handshake with ${options.host}:${options.port} failed: ${error.message}`,
-              { cause: error },
-            )
-          : new NetworkError(`cannot connect to ${options.host}:${options.port}: ${error.message}`, { cause: error }),
-      );
-    const onClose = (): void => onError(new Error("the connection closed during the handshake"));
-    const cleanup = (): void => {
-      settled = true;
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
-      socket.off("error", onError);
-      socket.off("close", onClose);
-    };
-    function fail(error: unknown): void {
-      if (settled) return;
-      cleanup();
-      socket.destroy();
-      reject(error);
-    }
-    socket.once("connect", () => {
-      tcpConnected = true;
-    });
-    socket.on("error", onError);
-    socket.once("close", onClose);
-    socket.once("secureConnect", () => {
-      if (settled) return;
-      try {
-        if (socket.getProtocol() !== "TLSv1.3")
-          throw new JoinProtocolError("TLS_FAILED", "the listener did not speak TLS 1.3");
-        if (options.ca) {
-          verifyPinnedListener({
-            chain: peerChainOf(socket),
-            caDer: options.ca,
-            dialledHost: host,
-            clockOffsetMs: options.clockOffsetMs,
-            openSslError: socket.authorized ? undefined : String(socket.authorizationError),
-          });
-        }
-      } catch (error) {
-        fail(error);
-        return;
-      }
-      cleanup();
-      resolve(socket);
-    });
-  });
 }
 
 /**

@@ -27,7 +27,6 @@ import { loadAnswerSchemas, parseAnswer } from "./answers.js";
 import type { MachineIdentity } from "./identity.js";
 import { finishLogin, loadOpaque, startLogin } from "./opaque.js";
 import {
-  DEFAULT_CONNECT_TIMEOUT_MS,
   loadUndici,
   openPinnedConnection,
   refusalOf,
@@ -35,6 +34,7 @@ import {
   type PinnedConnection,
   type PinnedResponse,
 } from "./pinned-connection.js";
+import { DEFAULT_CONNECT_TIMEOUT_MS } from "./pinned-socket.js";
 import { caFingerprint, verifyListenerCertificate } from "./pki.js";
 import { founderNow, measureClockOffset } from "./clock.js";
 

@@ -23,14 +23,13 @@ import { JoinProtocolError } from "../errors/index.js";
 import type { MachineIdentity } from "./identity.js";
 import { sessionCaDer, type JoinSession } from "./join-session.js";
 import {
-  DEFAULT_CONNECT_TIMEOUT_MS,
   openPinnedConnection,
   refusalOf,
   responseHeader,
-  type OpenPinnedConnectionOptions,
   type PinnedConnection,
   type PinnedResponse,
 } from "./pinned-connection.js";
+import { DEFAULT_CONNECT_TIMEOUT_MS, type OpenPinnedConnectionOptions } from "./pinned-socket.js";
 
 /**
  * Opens a connection pinned to the session: the session's CA (the listener's leaf must chain

@@ -32,7 +32,7 @@ export {
   type NodeCertificateOptions,
 } from "./ca.js";
 export { tlsServerOptions, disableSessionTickets, peerKeyFingerprint } from "./tls.js";
-export { tlsExporter } from "../node/pinned-connection.js";
+export { tlsExporter } from "../node/pinned-socket.js";
 export { caFingerprint, spkiFingerprint, LISTENER_ROLE_URI, NODE_ROLE_URI_PREFIX } from "../node/pki.js";
 export { opaqueIdentifiers } from "../node/opaque.js";
 export {

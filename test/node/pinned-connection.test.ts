@@ -6,7 +6,8 @@ import { StratumError } from "../../src/errors/index.js";
 import { JoinProtocolError } from "../../src/errors/join.js";
 import { createMachineIdentity, type MachineIdentity } from "../../src/node/identity.js";
 import { disableSessionTickets, peerKeyFingerprint, tlsServerOptions } from "../../src/server/tls.js";
-import { openPinnedConnection, tlsExporter, type PinnedConnection } from "../../src/node/pinned-connection.js";
+import { openPinnedConnection, type PinnedConnection } from "../../src/node/pinned-connection.js";
+import { tlsExporter } from "../../src/node/pinned-socket.js";
 import {
   createClusterCa,
   issueListenerCertificate,
