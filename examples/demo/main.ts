@@ -14,13 +14,14 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createAdminClient, StratumError, type NodeJoin } from "@stratum/join";
+import { createAdminClient, StratumError, type AdminClient, type NodeJoin } from "@stratum/join";
 import {
   checkJoinCode,
   collectInventory,
   downloadRelease,
   openMachineDirectory,
   registerMachine,
+  type JoinSession,
   reportProgress,
   waitForRegistration,
   writeDelivery,
@@ -60,33 +61,38 @@ async function makeRelease(root: string) {
   return { key, files: signed.manifest.files };
 }
 
+/** The founder: a signed release to serve, and the reference server on free loopback ports. */
+async function startFounder(work: string) {
+  step("demo", `release ${CLUSTER_RELEASE}: building and signing a release directory (Ed25519, DSSE)`);
+  const release = await makeRelease(join(work, "releases"));
+  detail(`${release.files.length} files, release key ${release.key.keyid.slice(0, 16)}…`);
+  const started = await startReferenceServer({
+    dataDir: join(work, "founder"),
+    adminAddr: "127.0.0.1:0",
+    joinAddr: "127.0.0.1:0",
+    clusterRelease: CLUSTER_RELEASE,
+    releaseDir: join(work, "releases"),
+    log: () => {},
+  });
+  step(
+    "founder",
+    `reference server up: admin API ${started.adminUrl}, cluster CA ${started.caFingerprint.slice(0, 23)}…`,
+  );
+  return Object.assign(started, { releaseKey: release.key });
+}
+
+type Founder = Awaited<ReturnType<typeof startFounder>>;
+type Machine = Awaited<ReturnType<typeof openMachineDirectory>>;
+type Inventory = Awaited<ReturnType<typeof collectInventory>> | undefined;
+
 async function main(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), "stratum-demo-"));
   const controller = new AbortController();
   process.once("SIGINT", () => controller.abort(new Error("interrupted")));
   const { signal } = controller;
-  const server = await (async () => {
-    step("demo", `release ${CLUSTER_RELEASE}: building and signing a release directory (Ed25519, DSSE)`);
-    const release = await makeRelease(join(work, "releases"));
-    detail(`${release.files.length} files, release key ${release.key.keyid.slice(0, 16)}…`);
-    const started = await startReferenceServer({
-      dataDir: join(work, "founder"),
-      adminAddr: "127.0.0.1:0",
-      joinAddr: "127.0.0.1:0",
-      clusterRelease: CLUSTER_RELEASE,
-      releaseDir: join(work, "releases"),
-      log: () => {},
-    });
-    return Object.assign(started, { releaseKey: release.key });
-  })();
-
+  const server = await startFounder(work);
   try {
-    step(
-      "founder",
-      `reference server up: admin API ${server.adminUrl}, cluster CA ${server.caFingerprint.slice(0, 23)}…`,
-    );
     const admin = createAdminClient({ baseUrl: server.adminUrl, token: server.adminToken });
-
     const minted = await admin.mintJoinCode({ endpoint: server.joinEndpoint, ttlSeconds: 3600 }, { signal });
     step("founder", `minted join code ${bold(minted.code)} (shown once), selector ${minted.joinCode.selector}`);
     detail(`give the machine: ${minted.url}`);
@@ -102,152 +108,16 @@ async function main(): Promise<void> {
 
     // The machine directory: its identity (made here, kept), the join session, the release, the delivery.
     const machine = await openMachineDirectory(join(work, "machine"), { create: true });
-    const { identity } = machine;
     const inventory = await collectInventory({ signal }).catch(() => undefined);
     step(
       "machine",
-      `identity made in ${machine.dir} (Ed25519 key ${identity.keyFingerprint.slice(0, 17)}…); hardware: ${describeInventory(inventory)}`,
+      `identity made in ${machine.dir} (Ed25519 key ${machine.identity.keyFingerprint.slice(0, 17)}…); hardware: ${describeInventory(inventory)}`,
     );
 
-    const first = await registerMachine({
-      url: minted.url,
-      identity,
-      release: INSTALLED_RELEASE,
-      selfUpgrade: true,
-      hostname: "demo-node-2",
-      ...(inventory ? { inventory } : {}),
-      signal,
-    });
-    await machine.saveSession(first.session);
-    step(
-      "machine",
-      `registered as ${first.session.joinId}: state ${bold(first.registration.state)}; pairing code on the machine's console:`,
-    );
-    console.log(banner(first.registration.pairingCode));
-    const upgrade = first.registration.upgrade;
-    if (first.registration.state !== "needs-upgrade" || !upgrade?.served)
-      throw new Error(`expected needs-upgrade with a served release, got ${first.registration.state}`);
-
-    const waiting = await admin.listNodeJoins({ signal });
-    const seen = waiting.items.find((j) => j.id === first.session.joinId)!;
-    step(
-      "founder",
-      `sees ${seen.hostname} in ${seen.state} (${seen.upgrade?.from} → ${seen.upgrade?.to}), pairing code ${bold(seen.pairingCode)}`,
-    );
-
-    await reportProgress(first.session, identity, {
-      steps: [
-        {
-          name: "upgrade/download",
-          title: "Downloading the cluster's release",
-          status: "running",
-          at: new Date().toISOString(),
-        },
-      ],
-      signal,
-    });
-    let lastShown = -1;
-    const downloaded = await downloadRelease({
-      upgrade,
-      session: first.session,
-      identity,
-      destDir: machine.releaseDir(upgrade.to),
-      trustedKeys: [server.releaseKey.publicKeyPem],
-      signal,
-      onProgress: (p) => {
-        const pct = Math.floor((p.bytesDone / Math.max(1, p.bytesTotal)) * 100);
-        if (pct >= lastShown + 25 || p.filesDone === p.filesTotal) {
-          lastShown = pct;
-          detail(
-            `download ${String(pct).padStart(3)}%  ${(p.bytesDone / 1048576).toFixed(1)} of ${(p.bytesTotal / 1048576).toFixed(1)} MiB, ${p.filesDone}/${p.filesTotal} files verified`,
-          );
-        }
-      },
-    });
-    step(
-      "machine",
-      `release ${downloaded.release} downloaded from the founder and verified: signature by ${downloaded.signedBy.length} trusted key, ${downloaded.files.length} files hashed`,
-    );
-    await reportProgress(first.session, identity, {
-      steps: [
-        {
-          name: "upgrade/download",
-          title: "Downloading the cluster's release",
-          status: "done",
-          at: new Date().toISOString(),
-        },
-      ],
-      log: [`release ${downloaded.release} verified`],
-      signal,
-    });
-
-    const second = await registerMachine({
-      url: minted.url,
-      identity,
-      release: upgrade.to,
-      hostname: "demo-node-2",
-      ...(inventory ? { inventory } : {}),
-      signal,
-    });
-    step(
-      "machine",
-      `registered again on ${upgrade.to}: state ${bold(second.registration.state)}, same join ${second.session.joinId}, pairing code ${bold(second.registration.pairingCode)}`,
-    );
-    const session = second.session;
-    detail(`join session saved for stage 2: ${await machine.saveSession(session)}`);
-
-    const pending = (await admin.listNodeJoins({ signal })).items.find((j) => j.id === session.joinId)!;
-    step(
-      "founder",
-      `operator compares pairing codes: console ${bold(pending.pairingCode)} = machine ${bold(session.pairingCode)} → approve`,
-    );
-    if (pending.pairingCode !== session.pairingCode) throw new Error("pairing codes differ: do not approve");
-    const approved = await admin.approveNodeJoin(session.joinId, {}, { signal });
-    step(
-      "founder",
-      `approved ${approved.id} as node ${approved.nodeId} (role ${approved.assignment?.role}); state ${approved.state}`,
-    );
-    describeAssignment(approved);
-
-    const delivered = await waitForRegistration(session, identity, {
-      until: ["delivering"],
-      timeoutMs: 60_000,
-      signal,
-      onChange: (r) => detail(`machine sees state ${r.state}${r.waitReason ? ` (${r.waitReason})` : ""}`),
-    });
-    const written = await writeDelivery(machine.deliveryDir, delivered.delivery!);
-    step(
-      "machine",
-      `delivery received over the pinned channel: node ${delivered.delivery!.nodeId}, ${Object.keys(written.files).length} files written with mode 0600`,
-    );
-    detail(
-      `secrets stay out of logs: ${JSON.stringify(delivered.delivery!.bundle).includes("PRIVATE KEY") ? "LEAKED" : "nodeKey and passwords are not in the printed bundle"}`,
-    );
-
-    const phases: Array<[string, string]> = [
-      ["storage", "Preparing storage"],
-      ["network", "Configuring the network"],
-      ["join/patroni", "Joining the Postgres cluster"],
-      ["join/raft-openbao", "Joining the OpenBao raft"],
-      ["join", "Joining the cluster"],
-    ];
-    for (const [name, title] of phases) {
-      const view = await reportProgress(session, identity, {
-        steps: [{ name, title, status: "done", at: new Date().toISOString() }],
-        log: [`${title}: done`],
-        signal,
-      });
-      step("machine", `reported step ${name} done → state ${bold(view.state)}`);
-    }
-    const joined = await waitForRegistration(session, identity, { until: "joined", timeoutMs: 30_000, signal });
-    const founderView = await admin.getNodeJoin(session.joinId, { signal });
-    const members = await admin.listClusterMembers({ signal });
-    step(
-      "founder",
-      `${founderView.hostname} is ${bold(founderView.state)}; members: ${members.items.map((m) => `${m.name} (${m.state})`).join(", ")}; generation ${members.membershipGeneration}`,
-    );
-    detail(`install log tail: ${founderView.logTail?.slice(-2).join(" | ")}`);
-    if (joined.state !== "joined") throw new Error(`ended ${joined.state}`);
+    const upgraded = await registerAndUpgrade(server, admin, machine, minted.url, inventory, signal);
+    const session = await registerAgain(machine, minted.url, upgraded, inventory, signal);
+    await approve(admin, session, signal);
+    await deliverAndInstall(admin, machine, session, signal);
     console.log(`\n${bold("joined")}: the machine is a member of the cluster. Cleaning up.`);
   } finally {
     await server.close();
@@ -255,7 +125,172 @@ async function main(): Promise<void> {
   }
 }
 
-function describeInventory(inventory: Awaited<ReturnType<typeof collectInventory>> | undefined): string {
+/**
+ * The machine registers on its older release, is told to upgrade (`needs-upgrade`, the release
+ * served by the founder), downloads and verifies it, reporting its steps. Returns the release.
+ */
+async function registerAndUpgrade(
+  server: Founder,
+  admin: AdminClient,
+  machine: Machine,
+  url: string,
+  inventory: Inventory,
+  signal: AbortSignal,
+): Promise<string> {
+  const { identity } = machine;
+  const first = await registerMachine({
+    url,
+    identity,
+    release: INSTALLED_RELEASE,
+    selfUpgrade: true,
+    hostname: "demo-node-2",
+    ...(inventory ? { inventory } : {}),
+    signal,
+  });
+  await machine.saveSession(first.session);
+  step(
+    "machine",
+    `registered as ${first.session.joinId}: state ${bold(first.registration.state)}; pairing code on the machine's console:`,
+  );
+  console.log(banner(first.registration.pairingCode));
+  const upgrade = first.registration.upgrade;
+  if (first.registration.state !== "needs-upgrade" || !upgrade?.served)
+    throw new Error(`expected needs-upgrade with a served release, got ${first.registration.state}`);
+
+  const waiting = await admin.listNodeJoins({ signal });
+  const seen = waiting.items.find((j) => j.id === first.session.joinId)!;
+  step(
+    "founder",
+    `sees ${seen.hostname} in ${seen.state} (${seen.upgrade?.from} → ${seen.upgrade?.to}), pairing code ${bold(seen.pairingCode)}`,
+  );
+
+  const downloadStep = (status: "running" | "done") => ({
+    name: "upgrade/download",
+    title: "Downloading the cluster's release",
+    status,
+    at: new Date().toISOString(),
+  });
+  await reportProgress(first.session, identity, { steps: [downloadStep("running")], signal });
+  let lastShown = -1;
+  const downloaded = await downloadRelease({
+    upgrade,
+    session: first.session,
+    identity,
+    destDir: machine.releaseDir(upgrade.to),
+    trustedKeys: [server.releaseKey.publicKeyPem],
+    signal,
+    onProgress: (p) => {
+      const pct = Math.floor((p.bytesDone / Math.max(1, p.bytesTotal)) * 100);
+      if (pct >= lastShown + 25 || p.filesDone === p.filesTotal) {
+        lastShown = pct;
+        detail(
+          `download ${String(pct).padStart(3)}%  ${(p.bytesDone / 1048576).toFixed(1)} of ${(p.bytesTotal / 1048576).toFixed(1)} MiB, ${p.filesDone}/${p.filesTotal} files verified`,
+        );
+      }
+    },
+  });
+  step(
+    "machine",
+    `release ${downloaded.release} downloaded from the founder and verified: signature by ${downloaded.signedBy.length} trusted key, ${downloaded.files.length} files hashed`,
+  );
+  await reportProgress(first.session, identity, {
+    steps: [downloadStep("done")],
+    log: [`release ${downloaded.release} verified`],
+    signal,
+  });
+  return upgrade.to;
+}
+
+/** Registered again on the new release: the same join, now pending; the session saved for stage 2. */
+async function registerAgain(
+  machine: Machine,
+  url: string,
+  release: string,
+  inventory: Inventory,
+  signal: AbortSignal,
+): Promise<JoinSession> {
+  const second = await registerMachine({
+    url,
+    identity: machine.identity,
+    release,
+    hostname: "demo-node-2",
+    ...(inventory ? { inventory } : {}),
+    signal,
+  });
+  step(
+    "machine",
+    `registered again on ${release}: state ${bold(second.registration.state)}, same join ${second.session.joinId}, pairing code ${bold(second.registration.pairingCode)}`,
+  );
+  detail(`join session saved for stage 2: ${await machine.saveSession(second.session)}`);
+  return second.session;
+}
+
+/** The operator compares the pairing codes and approves with the founder's default assignment. */
+async function approve(admin: AdminClient, session: JoinSession, signal: AbortSignal): Promise<void> {
+  const pending = (await admin.listNodeJoins({ signal })).items.find((j) => j.id === session.joinId)!;
+  step(
+    "founder",
+    `operator compares pairing codes: console ${bold(pending.pairingCode)} = machine ${bold(session.pairingCode)} → approve`,
+  );
+  if (pending.pairingCode !== session.pairingCode) throw new Error("pairing codes differ: do not approve");
+  const approved = await admin.approveNodeJoin(session.joinId, {}, { signal });
+  step(
+    "founder",
+    `approved ${approved.id} as node ${approved.nodeId} (role ${approved.assignment?.role}); state ${approved.state}`,
+  );
+  describeAssignment(approved);
+}
+
+/** The machine receives its delivery, reports its install steps and reaches `joined`; the founder sees it. */
+async function deliverAndInstall(
+  admin: AdminClient,
+  machine: Machine,
+  session: JoinSession,
+  signal: AbortSignal,
+): Promise<void> {
+  const { identity } = machine;
+  const delivered = await waitForRegistration(session, identity, {
+    until: ["delivering"],
+    timeoutMs: 60_000,
+    signal,
+    onChange: (r) => detail(`machine sees state ${r.state}${r.waitReason ? ` (${r.waitReason})` : ""}`),
+  });
+  const written = await writeDelivery(machine.deliveryDir, delivered.delivery!);
+  step(
+    "machine",
+    `delivery received over the pinned channel: node ${delivered.delivery!.nodeId}, ${Object.keys(written.files).length} files written with mode 0600`,
+  );
+  detail(
+    `secrets stay out of logs: ${JSON.stringify(delivered.delivery!.bundle).includes("PRIVATE KEY") ? "LEAKED" : "nodeKey and passwords are not in the printed bundle"}`,
+  );
+
+  const phases: Array<[string, string]> = [
+    ["storage", "Preparing storage"],
+    ["network", "Configuring the network"],
+    ["join/patroni", "Joining the Postgres cluster"],
+    ["join/raft-openbao", "Joining the OpenBao raft"],
+    ["join", "Joining the cluster"],
+  ];
+  for (const [name, title] of phases) {
+    const view = await reportProgress(session, identity, {
+      steps: [{ name, title, status: "done", at: new Date().toISOString() }],
+      log: [`${title}: done`],
+      signal,
+    });
+    step("machine", `reported step ${name} done → state ${bold(view.state)}`);
+  }
+  const joined = await waitForRegistration(session, identity, { until: "joined", timeoutMs: 30_000, signal });
+  const founderView = await admin.getNodeJoin(session.joinId, { signal });
+  const members = await admin.listClusterMembers({ signal });
+  step(
+    "founder",
+    `${founderView.hostname} is ${bold(founderView.state)}; members: ${members.items.map((m) => `${m.name} (${m.state})`).join(", ")}; generation ${members.membershipGeneration}`,
+  );
+  detail(`install log tail: ${founderView.logTail?.slice(-2).join(" | ")}`);
+  if (joined.state !== "joined") throw new Error(`ended ${joined.state}`);
+}
+
+function describeInventory(inventory: Inventory): string {
   if (!inventory) return "not collected on this OS";
   const gib = (n: number | undefined) => (n ? `${(n / 2 ** 30).toFixed(1)} GiB` : "?");
   return `${inventory.cpu?.threads ?? "?"} threads, ${gib(inventory.memoryBytes)} memory, ${inventory.disks?.length ?? 0} disks, ${inventory.nics?.length ?? 0} NICs`;
