@@ -3,7 +3,8 @@
  * the one call that proof authorises (docs/protocol.md#binding-headers), within the call's deadline:
  *  1. the code is parsed locally: a typo never reaches the network or costs an attempt;
  *  2. KE1 → `POST /v1/join/pake` → KE2 and the cluster CA (a KE1 refused as busy, 503
- *     `JOIN_CODE_BUSY` or 429, is waited out and sent again on a fresh connection);
+ *     `JOIN_CODE_BUSY` or 429, is waited out and sent again on a fresh connection; so is a
+ *     KE3 call refused as busy, with a fresh exchange);
  *  3. `finishLogin` with the server identifier of that CA: if it fails, the listener did not
  *     prove the code and nothing more is sent;
  *  4. the listener's TLS leaf must chain to that CA, be valid (at the founder's time, from the
@@ -84,8 +85,9 @@ export interface ProveOptions {
   /** Time allowed for TCP + TLS of each connection (default 10 s, and never past `timeoutMs`). */
   connectTimeoutMs?: number;
   /**
-   * Told before each wait for a busy code (KE1 answered 503, e.g. `JOIN_CODE_BUSY`, or 429),
-   * with the refusal and the wait in ms: e.g. to show "the founder is busy, retrying in 3 s".
+   * Told before each wait for a busy code or founder (503, e.g. `JOIN_CODE_BUSY` or
+   * `STORAGE_UNAVAILABLE`, or 429, to the KE1 or to the call KE3 carries), with the refusal
+   * and the wait in ms: e.g. to show "the founder is busy, retrying in 3 s".
    */
   onRetry?: (error: StratumApiError, delayMs: number) => void;
 }
@@ -220,7 +222,10 @@ async function proveCode(
   };
 }
 
-/** True for a KE1 refusal worth waiting out: too many exchanges of the code outstanding, or a founder busy. */
+/**
+ * True for a refusal worth waiting out: too many exchanges of the code outstanding (KE1), or a
+ * founder busy (503 `STORAGE_UNAVAILABLE`, `UPGRADE_IN_PROGRESS`; 429), which did nothing.
+ */
 function busy(error: unknown): error is StratumApiError {
   return error instanceof StratumApiError && (error.status === 503 || error.status === 429);
 }
@@ -267,9 +272,9 @@ async function sendProof(
 
 /**
  * Runs the whole exchange and the KE3 call on one connection, within the call's deadline.
- * A KE1 refused as busy (503 or 429) is waited out (its `Retry-After`, else backoff with
- * jitter) on a fresh connection, while the deadline leaves room for the wait; else that
- * refusal is thrown. A `JOIN_PAKE_RESTART` answer or a connection lost before KE3 was sent
+ * A KE1, or the call KE3 carries, refused as busy (503 or 429) is waited out (its
+ * `Retry-After`, else backoff with jitter) and tried again with a fresh exchange on a fresh
+ * connection, while the deadline leaves room for the wait; else that refusal is thrown. A `JOIN_PAKE_RESTART` answer or a connection lost before KE3 was sent
  * starts one fresh exchange on a fresh connection: the server dropped the first one, so
  * nothing is replayed.
  */
@@ -318,7 +323,10 @@ export async function proveAndCall(
         return { response, proof };
       } catch (error) {
         if (deadline.signal.aborted) throw error;
-        if (!ke3Sent && busy(error)) {
+        // A busy founder (503: its disk full, an upgrade; 429) refused the KE1, or the call the
+        // proven KE3 carried with nothing done: waited out, then a fresh exchange. A proven
+        // exchange never counts as an attempt, so starting again costs the code nothing.
+        if (busy(error)) {
           const delay = retryDelay(busyWaits++, error.retryAfter, BUSY_BACKOFF);
           // A wait the deadline cannot hold: the founder's answer says more than a timeout would.
           if (delay >= deadline.remainingMs()) throw error;

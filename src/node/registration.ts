@@ -97,7 +97,11 @@ const WATCH_BACKOFF: BackoffOptions = { baseMs: 500, maxMs: 15_000 };
 
 /**
  * One call on a fresh connection pinned to the session, within one deadline that covers
- * connect, TLS, the request, its headers and its whole body.
+ * connect, TLS, the request, its headers and its whole body. A founder that refuses it as
+ * busy (503 with nothing done: its disk full, an upgrade; or 429) is waited out (its
+ * `Retry-After`, else backoff) and asked again while the deadline leaves room for the wait;
+ * else that refusal is thrown. Any other failure is thrown at once: the call may have been
+ * applied, and only the caller knows whether sending it again is right.
  */
 async function callOnce(
   session: JoinSession,
@@ -107,11 +111,20 @@ async function callOnce(
   send: (connection: PinnedConnection, deadline: Deadline) => Promise<Registration>,
 ): Promise<Registration> {
   return withDeadline(options.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS, options.signal, operation, async (deadline) => {
-    const connection = await openPinnedConnection(connectOptions(session, identity, deadline));
-    try {
-      return await send(connection, deadline);
-    } finally {
-      await connection.close();
+    for (let waits = 0; ; waits++) {
+      const connection = await openPinnedConnection(connectOptions(session, identity, deadline));
+      try {
+        return await send(connection, deadline);
+      } catch (error) {
+        if (!(error instanceof StratumApiError) || (error.status !== 503 && error.status !== 429)) throw error;
+        const delay = retryDelay(waits, error.retryAfter, WATCH_BACKOFF);
+        // A wait the deadline cannot hold: the founder's answer says more than a timeout would.
+        if (delay >= deadline.remainingMs()) throw error;
+        await connection.close();
+        await sleep(delay, deadline.signal);
+      } finally {
+        await connection.close();
+      }
     }
   });
 }

@@ -1,6 +1,6 @@
 // Every joiner call ends at its deadline, in a TimeoutError, whatever the listener does after
-// TLS (drip a body, never send headers); a reset is a NetworkError; a KE1 refused as busy is
-// waited out; the watchers retry what is transient and stop on what is final. Against a fake
+// TLS (drip a body, never send headers); a reset is a NetworkError; a KE1, a KE3 call or a
+// pinned call refused as busy is waited out; the watchers retry what is transient and stop on what is final. Against a fake
 // listener over real TLS 1.3 on loopback.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -183,11 +183,78 @@ describe("a busy join code (KE1 answered 503 JOIN_CODE_BUSY or 429)", () => {
     expect(listener.calls.pake).toBe(1);
   });
 
-  it("a refusal of KE3 is not retried (the code was proven; a new exchange is the caller's call)", async () => {
-    listener.behave["code-check"] = () => problem(503, "UPGRADE_IN_PROGRESS", 1);
+  it("a KE3 call refused as busy (a full disk, an upgrade) is waited out, then a fresh exchange", async () => {
+    listener.behave.registration = sequence(
+      () => problem(503, "STORAGE_UNAVAILABLE", 1),
+      () => problem(503, "UPGRADE_IN_PROGRESS", 1),
+    );
+    const waits: [string, number][] = [];
+    const result = await registerMachine({
+      url: listener.url,
+      identity: await createMachineIdentity(),
+      release: "0.6.0",
+      timeoutMs: 30_000,
+      onRetry: (error, delayMs) => waits.push([error.code, delayMs]),
+    });
+    expect(result.created).toBe(true);
+    expect(waits).toEqual([
+      ["STORAGE_UNAVAILABLE", 1_000],
+      ["UPGRADE_IN_PROGRESS", 1_000],
+    ]);
+    // each attempt a whole exchange: KE1 and KE3 again
+    expect(listener.calls.pake).toBe(3);
+    expect(listener.calls.registration).toBe(3);
+  });
+
+  it("any other refusal of KE3 is not retried (the code was proven; the refusal is the answer)", async () => {
+    listener.behave["code-check"] = () => problem(409, "RELEASE_MISMATCH");
     const { error } = await outcome(() => checkJoinCode({ url: listener.url, release: "0.6.0", timeoutMs: 10_000 }));
-    expect(error).toMatchObject({ code: "UPGRADE_IN_PROGRESS" });
+    expect(error).toMatchObject({ code: "RELEASE_MISMATCH" });
     expect(listener.calls.pake).toBe(1);
+    expect(listener.calls["code-check"]).toBe(1);
+  });
+
+  it("a KE3 call refused as busy past the deadline's room ends with the refusal, at once", async () => {
+    listener.behave["code-check"] = () => problem(503, "STORAGE_UNAVAILABLE", 30);
+    const { error, ms } = await outcome(() =>
+      checkJoinCode({ url: listener.url, release: "0.6.0", timeoutMs: 10_000 }),
+    );
+    expect(error).toMatchObject({ code: "STORAGE_UNAVAILABLE", retryAfter: 30 });
+    expect(listener.calls["code-check"]).toBe(1);
+    expect(ms).toBeLessThan(BOUND_MS);
+  });
+});
+
+describe("a pinned call refused as busy", () => {
+  it("reportProgress and getRegistration wait out a 503 or 429 with nothing done, and ask again", async () => {
+    const session = listener.sessionFor(identity);
+    listener.behave.progress = sequence(
+      () => problem(503, "STORAGE_UNAVAILABLE", 1),
+      () => problem(429, "RATE_LIMITED", 1),
+    );
+    const report = await reportProgress(session, identity, {
+      steps: [{ name: "storage", title: "Preparing storage", status: "running", at: new Date().toISOString() }],
+      timeoutMs: 10_000,
+    });
+    expect(report.joinId).toBe(session.joinId);
+    expect(listener.calls.progress).toBe(3);
+
+    listener.behave.view = sequence(() => problem(503, "STORAGE_UNAVAILABLE", 1));
+    expect((await getRegistration(session, identity, { timeoutMs: 10_000 })).joinId).toBe(session.joinId);
+    expect(listener.calls.view).toBe(2);
+  });
+
+  it("ends with the refusal when its Retry-After is past the deadline, and never retries a final one", async () => {
+    const session = listener.sessionFor(identity);
+    listener.behave.progress = () => problem(503, "STORAGE_UNAVAILABLE", 30);
+    const busy = await outcome(() => reportProgress(session, identity, { steps: [], timeoutMs: 5_000 }));
+    expect(busy.error).toMatchObject({ code: "STORAGE_UNAVAILABLE", retryAfter: 30 });
+    expect(listener.calls.progress).toBe(1);
+
+    listener.behave.progress = () => problem(409, "JOIN_STATE_CONFLICT");
+    const final = await outcome(() => reportProgress(session, identity, { steps: [], timeoutMs: 5_000 }));
+    expect(final.error).toMatchObject({ code: "JOIN_STATE_CONFLICT" });
+    expect(listener.calls.progress).toBe(2);
   });
 });
 
