@@ -21,6 +21,7 @@ import {
   summarizeHardware,
 } from "./format.js";
 import { describeFailure } from "./messages.js";
+import { ReasonForm } from "./reason-form.js";
 import { RunActions, type RunActionCalls } from "./run-actions.js";
 import { formatAgo, formatDuration, formatLocalTime } from "./time.js";
 
@@ -70,18 +71,7 @@ export class JoinCard {
     { type: "button", class: "primary", "data-testid": "approve" },
     "Approve…",
   );
-  private readonly rejectButton = h(
-    "button",
-    { type: "button", class: "danger", "data-testid": "reject", "aria-expanded": "false" },
-    "Reject…",
-  );
-  private readonly rejectForm = h("form", { class: "reject-form", "data-testid": "reject-form" });
-  private readonly reasonInput: HTMLInputElement;
-  private readonly rejectConfirm = h(
-    "button",
-    { type: "submit", class: "danger solid", "data-testid": "reject-confirm" },
-    "Reject",
-  );
+  private readonly reject: ReasonForm;
 
   constructor(
     join: NodeJoin,
@@ -93,26 +83,19 @@ export class JoinCard {
     this.feedback = new FeedbackSpot("card-feedback", () => this.title);
     const pairingLabel = `pairing-${id}`;
     this.pairing.setAttribute("aria-labelledby", pairingLabel);
-    this.reasonInput = h("input", {
-      id: `reason-${id}`,
-      name: "reason",
-      type: "text",
-      required: "",
-      maxlength: "1000",
-      autocomplete: "off",
-      "data-testid": "reject-reason",
-      "aria-describedby": `reason-hint-${id}`,
-    });
-    const cancel = h("button", { type: "button", "data-testid": "reject-cancel" }, "Cancel");
-    this.rejectForm.id = `reject-form-${id}`;
-    this.rejectForm.hidden = true;
-    this.rejectForm.append(
-      h("label", { for: `reason-${id}` }, "Reason for rejecting"),
-      h("p", { class: "hint", id: `reason-hint-${id}` }, "The machine is shown this reason as you write it."),
-      this.reasonInput,
-      h("div", { class: "row" }, this.rejectConfirm, cancel),
+    // No message of its own for an empty reason: the browser's check of the required field says it.
+    this.reject = new ReasonForm(
+      {
+        name: "reject",
+        ids: { form: `reject-form-${id}`, reason: `reason-${id}`, hint: `reason-hint-${id}` },
+        button: "Reject…",
+        label: "Reason for rejecting",
+        hint: "The machine is shown this reason as you write it.",
+        confirm: "Reject",
+        busy: "Rejecting…",
+      },
+      (reason) => void this.submitReject(reason),
     );
-    this.rejectButton.setAttribute("aria-controls", this.rejectForm.id);
     this.run = new RunActions(this, actions);
 
     this.element = h(
@@ -128,21 +111,12 @@ export class JoinCard {
       this.hardware,
       h("details", { class: "more" }, h("summary", {}, "More about this machine"), this.more),
       this.feedback.element,
-      h("div", { class: "actions" }, this.approveButton, this.rejectButton, this.run.retryButton, this.run.failButton),
-      this.rejectForm,
+      h("div", { class: "actions" }, this.approveButton, this.reject.button, this.run.retryButton, this.run.failButton),
+      this.reject.form,
       this.run.form,
     );
 
     this.approveButton.addEventListener("click", () => this.actions.approve(this));
-    this.rejectButton.addEventListener("click", () => this.toggleReject(true));
-    cancel.addEventListener("click", () => {
-      this.toggleReject(false);
-      this.rejectButton.focus();
-    });
-    this.rejectForm.addEventListener("submit", (event) => {
-      event.preventDefault();
-      void this.submitReject();
-    });
     this.update(join, Date.now());
   }
 
@@ -204,7 +178,7 @@ export class JoinCard {
     this.more.replaceChildren(
       ...more.filter(([, v]) => v).flatMap(([term, value]) => [h("dt", {}, term), h("dd", {}, value!)]),
     );
-    if (!canReject(join.state)) this.toggleReject(false);
+    if (!canReject(join.state)) this.reject.close();
     this.run.update(join);
     this.tick(now);
     this.refreshButtons();
@@ -293,13 +267,7 @@ export class JoinCard {
     });
   }
 
-  private async submitReject(): Promise<void> {
-    const reason = this.reasonInput.value.trim();
-    if (!reason) {
-      this.reasonInput.setAttribute("aria-invalid", "true");
-      this.reasonInput.focus();
-      return;
-    }
+  private async submitReject(reason: string): Promise<void> {
     if (this.busy || !this.online) return;
     const join = this.joinView;
     this.busy = true;
@@ -307,40 +275,26 @@ export class JoinCard {
     try {
       const rejected = await this.actions.reject(join, reason);
       this.update(rejected, Date.now());
-      this.toggleReject(false);
+      this.reject.close();
       this.feedback.success(`Rejected ${machineName(rejected)}. The machine is told: “${reason}”`);
       this.focusHeading();
     } catch (error) {
       this.feedback.failure(
         describeFailure(error, { action: `reject ${machineName(join)}`, apiUrl: this.actions.apiUrl() }),
       );
-      this.reasonInput.focus();
+      this.reject.focusReason();
     } finally {
       this.busy = false;
       this.refreshButtons();
     }
   }
 
-  private toggleReject(open: boolean): void {
-    if (this.rejectForm.hidden === !open) return;
-    this.rejectForm.hidden = !open;
-    this.rejectButton.setAttribute("aria-expanded", String(open));
-    if (open) this.reasonInput.focus();
-    else {
-      this.reasonInput.value = "";
-      this.reasonInput.removeAttribute("aria-invalid");
-    }
-  }
-
   private refreshButtons(): void {
     const state = this.joinView.state;
     this.approveButton.hidden = !canApprove(state);
-    this.rejectButton.hidden = !canReject(state);
     const blocked = this.busy || !this.online || !this.writable;
     this.run.setBlocked(!this.online || !this.writable);
     this.approveButton.disabled = blocked;
-    this.rejectButton.disabled = blocked;
-    this.rejectConfirm.disabled = blocked;
-    this.rejectConfirm.textContent = this.busy ? "Rejecting…" : "Reject";
+    this.reject.render(canReject(state), blocked, this.busy);
   }
 }

@@ -12,6 +12,7 @@ import { h } from "./dom.js";
 import type { FeedbackSpot } from "./feedback.js";
 import { canFail, canRetry, machineName } from "./format.js";
 import { describeFailure } from "./messages.js";
+import { ReasonForm } from "./reason-form.js";
 
 /** What the actions ask of the page. */
 export interface RunActionCalls {
@@ -34,21 +35,11 @@ export interface RunActionCard {
 
 /** The Fail… and Retry buttons of one card, and the form that asks for the reason. */
 export class RunActions {
-  readonly failButton = h(
-    "button",
-    { type: "button", class: "danger", "data-testid": "fail", "aria-expanded": "false" },
-    "Fail…",
-  );
+  readonly failButton: HTMLButtonElement;
   readonly retryButton = h("button", { type: "button", class: "primary", "data-testid": "retry" }, "Retry");
-  // novalidate: an empty reason is told in the page's own words, at the field.
-  readonly form = h("form", { class: "fail-form", "data-testid": "fail-form", hidden: "", novalidate: "" });
-  private readonly reasonError = h("p", { class: "field-error", "data-testid": "fail-reason-error", hidden: "" });
-  private readonly reason: HTMLInputElement;
-  private readonly confirm = h(
-    "button",
-    { type: "submit", class: "danger solid", "data-testid": "fail-confirm" },
-    "Fail the join",
-  );
+  /** The form that asks for the reason. */
+  readonly form: HTMLFormElement;
+  private readonly fail: ReasonForm;
   private busy: "fail" | "retry" | undefined;
   private blocked = false;
 
@@ -57,47 +48,28 @@ export class RunActions {
     private readonly calls: RunActionCalls,
   ) {
     const id = card.join.id;
-    this.reason = h("input", {
-      id: `fail-reason-${id}`,
-      name: "reason",
-      type: "text",
-      required: "",
-      maxlength: "1000",
-      autocomplete: "off",
-      "data-testid": "fail-reason",
-      "aria-describedby": `fail-hint-${id} fail-reason-error-${id}`,
-    });
-    this.reasonError.id = `fail-reason-error-${id}`;
-    const cancel = h("button", { type: "button", "data-testid": "fail-cancel" }, "Cancel");
-    this.form.id = `fail-form-${id}`;
-    this.form.append(
-      h("label", { for: this.reason.id }, "Reason for failing the join"),
-      h(
-        "p",
-        { class: "hint", id: `fail-hint-${id}` },
-        "Only for a machine that will not report again. The join stops at once and the next approved machine can start; this reason is kept as its error. Retry queues it again.",
-      ),
-      this.reason,
-      this.reasonError,
-      h("div", { class: "row" }, this.confirm, cancel),
+    // An empty reason is told in the page's own words, at the field.
+    this.fail = new ReasonForm(
+      {
+        name: "fail",
+        ids: { form: `fail-form-${id}`, reason: `fail-reason-${id}`, hint: `fail-hint-${id}` },
+        button: "Fail…",
+        label: "Reason for failing the join",
+        hint: "Only for a machine that will not report again. The join stops at once and the next approved machine can start; this reason is kept as its error. Retry queues it again.",
+        confirm: "Fail the join",
+        busy: "Failing…",
+        missing: { message: "Give a reason: it is kept as the join's error.", id: `fail-reason-error-${id}` },
+      },
+      (reason) => void this.submitFail(reason),
     );
-    this.failButton.setAttribute("aria-controls", this.form.id);
-    this.failButton.addEventListener("click", () => this.toggle(true));
-    cancel.addEventListener("click", () => {
-      this.toggle(false);
-      this.failButton.focus();
-    });
-    this.reason.addEventListener("input", () => this.markReason(false));
-    this.form.addEventListener("submit", (event) => {
-      event.preventDefault();
-      void this.submitFail();
-    });
+    this.failButton = this.fail.button;
+    this.form = this.fail.form;
     this.retryButton.addEventListener("click", () => void this.submitRetry());
   }
 
   /** Follows the join's state: Fail… while it runs, Retry once it failed. */
   update(join: NodeJoin): void {
-    if (!canFail(join.state)) this.toggle(false);
+    if (!canFail(join.state)) this.fail.close();
     this.refresh();
   }
 
@@ -107,19 +79,13 @@ export class RunActions {
     this.refresh();
   }
 
-  private async submitFail(): Promise<void> {
-    const reason = this.reason.value.trim();
-    if (!reason) {
-      this.markReason(true);
-      this.reason.focus();
-      return;
-    }
+  private async submitFail(reason: string): Promise<void> {
     if (this.busy || this.blocked) return;
     const join = this.card.join;
     await this.run("fail", async () => {
       const failed = await this.calls.fail(join, reason);
       this.card.update(failed, Date.now());
-      this.toggle(false);
+      this.fail.close();
       this.card.feedback.success(
         `Failed ${machineName(failed)}: “${reason}”. The next approved machine can start; Retry queues this one again.`,
       );
@@ -152,40 +118,19 @@ export class RunActions {
         describeFailure(error, { action: `${verb} ${machineName(join)}`, apiUrl: this.calls.apiUrl() }),
       );
       // Failing: back to the reason, to send again or cancel. Retrying: the focus stays on Retry.
-      if (action === "fail") this.reason.focus();
+      if (action === "fail") this.fail.focusReason();
     } finally {
       this.busy = undefined;
       this.refresh();
     }
   }
 
-  private toggle(open: boolean): void {
-    if (this.form.hidden === !open) return;
-    this.form.hidden = !open;
-    this.failButton.setAttribute("aria-expanded", String(open));
-    if (open) this.reason.focus();
-    else {
-      this.reason.value = "";
-      this.markReason(false);
-    }
-  }
-
-  private markReason(missing: boolean): void {
-    if (missing) this.reason.setAttribute("aria-invalid", "true");
-    else this.reason.removeAttribute("aria-invalid");
-    this.reasonError.textContent = missing ? "Give a reason: it is kept as the join's error." : "";
-    this.reasonError.hidden = !missing;
-  }
-
   private refresh(): void {
     const state = this.card.join.state;
-    this.failButton.hidden = !canFail(state);
     this.retryButton.hidden = !canRetry(state);
     const blocked = this.blocked || this.busy !== undefined;
-    this.failButton.disabled = blocked;
     this.retryButton.disabled = blocked;
-    this.confirm.disabled = blocked;
-    this.confirm.textContent = this.busy === "fail" ? "Failing…" : "Fail the join";
+    this.fail.render(canFail(state), blocked, this.busy === "fail");
     this.retryButton.textContent = this.busy === "retry" ? "Retrying…" : "Retry";
   }
 }
