@@ -15,7 +15,8 @@
 // BENCH_DIR (default os.tmpdir()), BENCH_MEM (=1: the SDK's memory peaks, on stderr), BENCH_CONNECTIONS (passed as `connections` when set), BENCH_BEFORE_PROJECT
 // (another build's packed project, run interleaved as "SDK before"), BENCH_COMPARE_CONNECTIONS
 // (e.g. "1,3": this build again with that many connections per file, interleaved), BENCH_PROXY
-// (=1: this build again through tinyproxy, Debian's, with HTTPS_PROXY, interleaved).
+// (=1: this build again through tinyproxy, Debian's, with HTTPS_PROXY, interleaved),
+// BENCH_NODE_ARGS (node flags for the SDK's process, e.g. "--cpu-prof --cpu-prof-dir=DIR").
 // Run with: npm run bench:release
 import { spawn, spawnSync } from "node:child_process";
 import { randomFillSync } from "node:crypto";
@@ -120,11 +121,19 @@ function sdk(project, config, onLine, proxy) {
   return new Promise((done, fail) => {
     const started = performance.now();
     const env = proxy ? { ...process.env, HTTPS_PROXY: proxy } : process.env;
-    const child = spawn(process.execPath, [join(project, "bench-release-run.mjs"), JSON.stringify(config)], {
-      cwd: project,
-      env,
-      stdio: ["ignore", "pipe", "inherit"],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        ...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(" ") : []),
+        join(project, "bench-release-run.mjs"),
+        JSON.stringify(config),
+      ],
+      {
+        cwd: project,
+        env,
+        stdio: ["ignore", "pipe", "inherit"],
+      },
+    );
     let buffered = "";
     let last;
     child.stdout.on("data", (d) => {
