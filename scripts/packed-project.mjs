@@ -127,6 +127,25 @@ async function make(base, dir, ready) {
     cwd: dir,
   });
   writeFileSync(ready, JSON.stringify({ tarball }));
+  pruneOlder(dirname(base), base);
+}
+
+/** Projects kept besides the newest: a bench may compare this build with the one before. */
+const KEEP_OLDER = 2;
+
+/**
+ * Removes the projects of older builds (about 100 MB each) but the {@link KEEP_OLDER} newest,
+ * so that editing and testing for a day does not fill the temporary directory. One made or
+ * locked within the last hour may be in use by another checkout's tests, and is left alone.
+ */
+function pruneOlder(parent, current) {
+  const older = readdirSync(parent, { withFileTypes: true })
+    .filter((e) => e.isDirectory() && join(parent, e.name) !== current && !existsSync(join(parent, `${e.name}.lock`)))
+    .map((e) => ({ path: join(parent, e.name), mtime: statSync(join(parent, e.name)).mtimeMs }))
+    .sort((a, b) => b.mtime - a.mtime);
+  const hourAgo = Date.now() - 3_600_000;
+  for (const { path, mtime } of older.slice(KEEP_OLDER))
+    if (mtime < hourAgo) rmSync(path, { recursive: true, force: true });
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
