@@ -140,8 +140,10 @@ const KEEP_OLDER = 2;
  */
 function pruneOlder(parent, current) {
   const older = readdirSync(parent, { withFileTypes: true })
-    .filter((e) => e.isDirectory() && join(parent, e.name) !== current && !existsSync(join(parent, `${e.name}.lock`)))
-    .map((e) => ({ path: join(parent, e.name), mtime: statSync(join(parent, e.name)).mtimeMs }))
+    .filter((e) => e.isDirectory() && !existsSync(`${join(parent, e.name)}.lock`))
+    .map((e) => join(parent, e.name))
+    .filter((path) => path !== current)
+    .map((path) => ({ path, mtime: statSync(path).mtimeMs }))
     .sort((a, b) => b.mtime - a.mtime);
   const hourAgo = Date.now() - 3_600_000;
   for (const { path, mtime } of older.slice(KEEP_OLDER))

@@ -3,6 +3,7 @@
  * No jitter when the server said how long to wait: it knows better.
  * @module
  */
+import { StratumApiError } from "../errors/index.js";
 
 /**
  * Seconds from a `Retry-After` header (delta-seconds or an HTTP date), or undefined when it
@@ -56,6 +57,15 @@ export function retryDelay(
 ): number {
   if (retryAfterSeconds !== undefined) return Math.min(retryAfterSeconds * 1000, MAX_RETRY_AFTER_MS);
   return backoffDelay(attempt, options);
+}
+
+/**
+ * True for a refusal that says "busy, nothing done, ask again later": 503 (a code with too many
+ * exchanges outstanding, a full disk, an upgrade) or 429. The joiner's one-shot calls wait it
+ * out within their deadline (docs/protocol.md#deadlines).
+ */
+export function isBusyRefusal(error: unknown): error is StratumApiError {
+  return error instanceof StratumApiError && (error.status === 503 || error.status === 429);
 }
 
 /** Resolves after `ms`, or rejects with the signal's reason as soon as it aborts. */

@@ -22,7 +22,7 @@ import { checkTimeout, withDeadline, within, type Deadline } from "../core/deadl
 import { parseJoinCode, type JoinCode } from "../core/join-code.js";
 import { formatEndpoint, parseEndpoint, parseJoinUrl } from "../core/join-url.js";
 import { bindingTranscript, clientBinding, deriveBindingKeys, verifyBinding } from "../core/pairing.js";
-import { retryDelay, sleep, throwIfAborted } from "../core/retry.js";
+import { isBusyRefusal, retryDelay, sleep, throwIfAborted } from "../core/retry.js";
 import { JoinProtocolError, StratumApiError, StratumError } from "../errors/index.js";
 import { loadAnswerSchemas, parseAnswer } from "./answers.js";
 import type { MachineIdentity } from "./identity.js";
@@ -223,14 +223,6 @@ async function proveCode(
 }
 
 /**
- * True for a refusal worth waiting out: too many exchanges of the code outstanding (KE1), or a
- * founder busy (503 `STORAGE_UNAVAILABLE`, `UPGRADE_IN_PROGRESS`; 429), which did nothing.
- */
-function busy(error: unknown): error is StratumApiError {
-  return error instanceof StratumApiError && (error.status === 503 || error.status === 429);
-}
-
-/**
  * The KE3 call on the connection the proof is bound to, and the checks of its answer: a
  * refusal becomes its typed error (a failed channel binding after a verified KE3 is an
  * intercepted connection), and a success must carry this exchange's `Join-Binding` before
@@ -326,7 +318,7 @@ export async function proveAndCall(
         // A busy founder (503: its disk full, an upgrade; 429) refused the KE1, or the call the
         // proven KE3 carried with nothing done: waited out, then a fresh exchange. A proven
         // exchange never counts as an attempt, so starting again costs the code nothing.
-        if (busy(error)) {
+        if (isBusyRefusal(error)) {
           const delay = retryDelay(busyWaits++, error.retryAfter, BUSY_BACKOFF);
           // A wait the deadline cannot hold: the founder's answer says more than a timeout would.
           if (delay >= deadline.remainingMs()) throw error;

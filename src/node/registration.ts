@@ -6,7 +6,7 @@
  */
 import { parseEndpoint } from "../core/join-url.js";
 import { checkTimeout, startDeadline, withDeadline, within, type Deadline } from "../core/deadline.js";
-import { retryDelay, sleep, throwIfAborted, type BackoffOptions } from "../core/retry.js";
+import { isBusyRefusal, retryDelay, sleep, throwIfAborted, type BackoffOptions } from "../core/retry.js";
 import { isFinalState } from "../core/join-states.js";
 import {
   NetworkError,
@@ -112,19 +112,20 @@ async function callOnce(
 ): Promise<Registration> {
   return withDeadline(options.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS, options.signal, operation, async (deadline) => {
     for (let waits = 0; ; waits++) {
+      let refusal: StratumApiError;
       const connection = await openPinnedConnection(connectOptions(session, identity, deadline));
       try {
         return await send(connection, deadline);
       } catch (error) {
-        if (!(error instanceof StratumApiError) || (error.status !== 503 && error.status !== 429)) throw error;
-        const delay = retryDelay(waits, error.retryAfter, WATCH_BACKOFF);
-        // A wait the deadline cannot hold: the founder's answer says more than a timeout would.
-        if (delay >= deadline.remainingMs()) throw error;
-        await connection.close();
-        await sleep(delay, deadline.signal);
+        if (!isBusyRefusal(error)) throw error;
+        refusal = error;
       } finally {
         await connection.close();
       }
+      const delay = retryDelay(waits, refusal.retryAfter, WATCH_BACKOFF);
+      // A wait the deadline cannot hold: the founder's answer says more than a timeout would.
+      if (delay >= deadline.remainingMs()) throw refusal;
+      await sleep(delay, deadline.signal);
     }
   });
 }

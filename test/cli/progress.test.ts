@@ -217,7 +217,7 @@ describe("progress: the joiner's steps take the join to joined", () => {
     expect(late.json.error.code).toBe("JOIN_STATE_CONFLICT");
   });
 
-  it("a failed step makes the join failed, with its message; bad flags exit 2, no session 15", async () => {
+  it("a failed step makes the join failed, with its message; bad flags exit 2, a directory without a saved join exits 15", async () => {
     const { dir, joinId } = await deliveredMachine("m-failed", distinct("m-failed"));
     const failed = await cli([
       "progress",

@@ -46,6 +46,12 @@ afterAll(async () => {
   await honestClock?.close();
 });
 
+/** What registering a fresh machine with the listener at `url` throws. */
+async function refusalOf(url: string): Promise<unknown> {
+  const identity = await createMachineIdentity();
+  return registerMachine({ url, identity, release: "0.6.0" }).catch((e: unknown) => e);
+}
+
 describe("a joiner whose clock is three years behind the founder's", () => {
   it("judges the listener's leaf by the founder's time, registers, and reports the offset", async () => {
     const identity = await createMachineIdentity();
@@ -87,11 +93,7 @@ describe("a joiner whose clock is three years behind the founder's", () => {
   });
 
   it("when the founder says this machine's own time, the same leaf is refused: the founder's time is what counts", async () => {
-    const error = await registerMachine({
-      url: honestClock.url,
-      identity: await createMachineIdentity(),
-      release: "0.6.0",
-    }).catch((e: unknown) => e);
+    const error = await refusalOf(honestClock.url);
     expect(error).toBeInstanceOf(JoinProtocolError);
     expect(error).toMatchObject({ code: "LISTENER_CERTIFICATE", check: "validity" });
     expect((error as Error).message).toMatch(/the leaf is not valid now/);
@@ -109,11 +111,7 @@ describe("the founder's time is bound to the exchange", () => {
       const altered = new Date(Date.parse(body.serverTime as string) + 1000).toISOString();
       return { ...answer, body: { ...body, serverTime: altered } };
     };
-    const error = await registerMachine({
-      url: future.url,
-      identity: await createMachineIdentity(),
-      release: "0.6.0",
-    }).catch((e: unknown) => e);
+    const error = await refusalOf(future.url);
     expect(error).toBeInstanceOf(JoinProtocolError);
     expect((error as JoinProtocolError).code).toBe("CONNECTION_INTERCEPTED");
     expect(future.registrationCount()).toBe(before);
@@ -121,11 +119,7 @@ describe("the founder's time is bound to the exchange", () => {
 
   it("an answer bound to another founder's time than the joiner was told: BINDING_MISMATCH, the answer unused", async () => {
     future.answerServerTime = new Date(Date.now() + AHEAD_MS + 3_600_000).toISOString();
-    const error = await registerMachine({
-      url: future.url,
-      identity: await createMachineIdentity(),
-      release: "0.6.0",
-    }).catch((e: unknown) => e);
+    const error = await refusalOf(future.url);
     expect(error).toBeInstanceOf(JoinProtocolError);
     expect((error as JoinProtocolError).code).toBe("BINDING_MISMATCH");
   });

@@ -143,6 +143,19 @@ describe("every joiner call has a deadline", () => {
   });
 });
 
+/** Registers a fresh machine with the fake listener, recording each wait the joiner is told of. */
+async function registerRecordingWaits() {
+  const waits: [string, number][] = [];
+  const result = await registerMachine({
+    url: listener.url,
+    identity: await createMachineIdentity(),
+    release: "0.6.0",
+    timeoutMs: 30_000,
+    onRetry: (error, delayMs) => waits.push([error.code, delayMs]),
+  });
+  return { result, waits };
+}
+
 describe("a busy join code (KE1 answered 503 JOIN_CODE_BUSY or 429)", () => {
   it("is waited out, Retry-After honoured, backoff with jitter without it, within the deadline", async () => {
     listener.behave.pake = sequence(
@@ -150,14 +163,7 @@ describe("a busy join code (KE1 answered 503 JOIN_CODE_BUSY or 429)", () => {
       () => problem(503, "JOIN_CODE_BUSY"),
       () => problem(429, "RATE_LIMITED", 1),
     );
-    const waits: [string, number][] = [];
-    const result = await registerMachine({
-      url: listener.url,
-      identity: await createMachineIdentity(),
-      release: "0.6.0",
-      timeoutMs: 30_000,
-      onRetry: (error, delayMs) => waits.push([error.code, delayMs]),
-    });
+    const { result, waits } = await registerRecordingWaits();
     expect(result.created).toBe(true);
     expect(listener.calls.pake).toBe(4);
     expect(waits.map(([code]) => code)).toEqual(["JOIN_CODE_BUSY", "JOIN_CODE_BUSY", "RATE_LIMITED"]);
@@ -188,14 +194,7 @@ describe("a busy join code (KE1 answered 503 JOIN_CODE_BUSY or 429)", () => {
       () => problem(503, "STORAGE_UNAVAILABLE", 1),
       () => problem(503, "UPGRADE_IN_PROGRESS", 1),
     );
-    const waits: [string, number][] = [];
-    const result = await registerMachine({
-      url: listener.url,
-      identity: await createMachineIdentity(),
-      release: "0.6.0",
-      timeoutMs: 30_000,
-      onRetry: (error, delayMs) => waits.push([error.code, delayMs]),
-    });
+    const { result, waits } = await registerRecordingWaits();
     expect(result.created).toBe(true);
     expect(waits).toEqual([
       ["STORAGE_UNAVAILABLE", 1_000],
