@@ -4,7 +4,7 @@
 // No root needed: the port is unprivileged and every path nginx writes is in a temp directory.
 //
 // Usage: `const mirror = await startNginx({ root, work }); … await mirror.stop();`
-// → { url: "https://127.0.0.1:PORT/release", caPath, stop() }. Also tinyproxy, for a run
+// → { url: "https://127.0.0.1:PORT/release", caPath, pid, stop() }. Also tinyproxy, for a run
 // through a proxy: `startTinyproxy({ work, port })`.
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -135,6 +135,8 @@ http {
   return {
     url,
     caPath,
+    /** The master's pid: its workers are its children. */
+    pid: child.pid,
     async stop() {
       if (child.exitCode === null) child.kill("SIGQUIT");
       await exited;

@@ -8,8 +8,12 @@
 //      SHA-256, fsync, rename);
 //   2. `curl -o` (no verification);
 //   3. `curl -o` then `sha256sum`;
+//   4. `curl -o /dev/null` and a bare Node TLS read (scripts/bench-tls-read.mjs): TLS alone,
+//      nothing verified or written, what each client spends at the least;
 // interleaved, best of BENCH_RUNS in one run, at each size; then a SIGKILL at half way and a
-// resume at the largest size. Prints the figures and the ratios against the goals.
+// resume at the largest size. Prints the figures and the ratios against the goals, and where
+// the cores went: each client's CPU and nginx's (user + system) in its fastest run, the least
+// wall time that CPU allows on this machine's cores, and how busy the cores were.
 //
 // Env: BENCH_SIZES_MIB (default "512,1024"; BENCH_SIZE_MIB for one), BENCH_RUNS (default 3),
 // BENCH_DIR (default os.tmpdir()), BENCH_MEM (=1: the SDK's memory peaks, on stderr), BENCH_CONNECTIONS (passed as `connections` when set), BENCH_BEFORE_PROJECT
@@ -35,7 +39,8 @@ import {
 import { createRequire } from "node:module";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { processGroupCpu, runMeasured, sha256CpuSeconds } from "./bench-cpu.mjs";
 import { ensureNginx, startNginx, startTinyproxy } from "./bench-release-nginx.mjs";
 import { packedProject } from "./packed-project.mjs";
 
@@ -47,6 +52,7 @@ const work = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), "stratum-bench-
 // nginx's workers may run as another user: they read the release below this directory
 chmodSync(work, 0o755);
 const path = "os/blobs/bench";
+const TLS_READ = fileURLToPath(new URL("./bench-tls-read.mjs", import.meta.url));
 
 /** Goals, each a ratio within one run on one machine (see the README's Measurements). */
 const GOALS = { inside: 1.0, process: 0.9, sha: 1.5, rssMiB: 150, resumeExtra: MiB };
@@ -56,11 +62,11 @@ const loadavg = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 
 const rate = (bytes, seconds) => `${(bytes / MiB / seconds).toFixed(0)} MiB/s`;
 const mark = (ok) => (ok ? "ok  " : "MISS");
 
+/** Runs a command to completion; its wall and CPU seconds (user + system, children included). */
 function sh(cmd, args) {
-  const started = performance.now();
-  const result = spawnSync(cmd, args, { stdio: ["ignore", "pipe", "pipe"], maxBuffer: 16 * MiB });
+  const result = runMeasured(cmd, args, { maxBuffer: 16 * MiB });
   if (result.status !== 0) throw new Error(`${cmd} ${args.join(" ")} failed: ${result.stderr}`);
-  return { seconds: (performance.now() - started) / 1000, stdout: result.stdout.toString() };
+  return { seconds: result.seconds, cpu: result.cpu, stdout: result.stdout.toString() };
 }
 
 /** Writes back the previous run's dirty pages outside any timing. */
@@ -222,21 +228,35 @@ try {
       progress,
       ...(connections ? { connections } : {}),
     });
-    const best = { curl: Infinity, curlSha: Infinity };
+    const best = { curl: Infinity, curlSha: Infinity, curlNull: Infinity, nodeNull: Infinity };
+    // CPU seconds (user + system) of the fastest run, the client's and the mirror's meanwhile
+    const cpu = { curl: undefined, curlNull: undefined, nodeNull: undefined };
     const sdks = variants.map((variant) => ({
       ...variant,
       inside: Infinity,
       process: Infinity,
       importMs: Infinity,
-      cpu: Infinity,
+      cpuRun: undefined,
       rssKiB: 0,
     }));
+    /** Runs `fetch`; its result, and the mirror's CPU seconds meanwhile. */
+    const withMirrorCpu = async (fetch) => {
+      const before = processGroupCpu(mirror.pid);
+      const result = await fetch();
+      return { ...result, mirrorCpu: processGroupCpu(mirror.pid) - before };
+    };
+    /** The CPU of the run that took `wall`, kept when it is the fastest so far. */
+    const fastest = (kept, wall, client, mirrorCpu) =>
+      kept === undefined || wall < kept.wall ? { wall, client, mirrorCpu } : kept;
     for (let run = 0; run < runs; run++) {
       rmSync(out, { force: true });
       settle();
-      const curl = sh("curl", ["-sS", "--fail", "--cacert", mirror.caPath, "-o", out, fileUrl]);
+      const curl = await withMirrorCpu(() =>
+        sh("curl", ["-sS", "--fail", "--cacert", mirror.caPath, "-o", out, fileUrl]),
+      );
       if (statSync(out).size !== size) throw new Error("curl fetched a wrong size");
       best.curl = Math.min(best.curl, curl.seconds);
+      cpu.curl = fastest(cpu.curl, curl.seconds, curl.cpu, curl.mirrorCpu);
 
       rmSync(out, { force: true });
       settle();
@@ -246,32 +266,61 @@ try {
       // curl's file goes before the SDK's run, as the SDK's goes before curl's: same page-cache state
       rmSync(out, { force: true });
 
+      // the same transfer written nowhere: what TLS alone costs curl on these cores
+      settle();
+      const curlNull = await withMirrorCpu(() =>
+        sh("curl", ["-sS", "--fail", "--cacert", mirror.caPath, "-o", "/dev/null", fileUrl]),
+      );
+      best.curlNull = Math.min(best.curlNull, curlNull.seconds);
+      cpu.curlNull = fastest(cpu.curlNull, curlNull.seconds, curlNull.cpu, curlNull.mirrorCpu);
+      settle();
+      const nodeNull = await withMirrorCpu(() => sh(process.execPath, [TLS_READ, fileUrl, mirror.caPath]));
+      if (JSON.parse(nodeNull.stdout).bytes < size) throw new Error("the bare TLS read fetched too little");
+      best.nodeNull = Math.min(best.nodeNull, nodeNull.seconds);
+      cpu.nodeNull = fastest(cpu.nodeNull, nodeNull.seconds, nodeNull.cpu, nodeNull.mirrorCpu);
+
       for (const variant of sdks) {
         const dest = join(work, `sdk-${run}`);
         settle();
-        const { code, result, wall } = await sdk(
-          variant.project,
-          { ...config(dest), ...(variant.connections ? { connections: variant.connections } : {}) },
-          undefined,
-          variant.proxy ? proxy.url : undefined,
+        const { code, result, wall, mirrorCpu } = await withMirrorCpu(() =>
+          sdk(
+            variant.project,
+            { ...config(dest), ...(variant.connections ? { connections: variant.connections } : {}) },
+            undefined,
+            variant.proxy ? proxy.url : undefined,
+          ),
         );
         if (code !== 0 || !result) throw new Error(`the ${variant.name} run failed (exit ${code})`);
         variant.inside = Math.min(variant.inside, result.seconds);
         variant.process = Math.min(variant.process, wall);
         variant.importMs = Math.min(variant.importMs, result.importMs);
-        variant.cpu = Math.min(variant.cpu, result.cpuSeconds);
+        variant.cpuRun = fastest(variant.cpuRun, wall, result.cpuSeconds, mirrorCpu);
         variant.rssKiB = Math.max(variant.rssKiB, result.maxRssKiB);
         rmSync(dest, { recursive: true, force: true });
       }
     }
+    const shaCpu = sha256CpuSeconds(size);
     rows.push({ sizeMiB, size, best, sdks });
     log(
-      `${sizeMiB} MiB: curl -o ${best.curl.toFixed(2)} s (${rate(size, best.curl)}), curl + sha256sum ${best.curlSha.toFixed(2)} s; load ${loadavg()}`,
+      `${sizeMiB} MiB: curl -o ${best.curl.toFixed(2)} s (${rate(size, best.curl)}), curl + sha256sum ${best.curlSha.toFixed(2)} s, curl -o /dev/null ${best.curlNull.toFixed(2)} s, node TLS read ${best.nodeNull.toFixed(2)} s; load ${loadavg()}`,
     );
     for (const v of sdks)
       log(
-        `  ${v.name}: inside downloadRelease ${v.inside.toFixed(2)} s (${rate(size, v.inside)}), process ${v.process.toFixed(2)} s (import ${v.importMs.toFixed(0)} ms, CPU ${v.cpu.toFixed(2)} s), peak RSS ${(v.rssKiB / 1024).toFixed(1)} MiB`,
+        `  ${v.name}: inside downloadRelease ${v.inside.toFixed(2)} s (${rate(size, v.inside)}), process ${v.process.toFixed(2)} s (import ${v.importMs.toFixed(0)} ms), peak RSS ${(v.rssKiB / 1024).toFixed(1)} MiB`,
       );
+    // Where the cores went in each one's fastest run: the client's CPU and nginx's, and the least
+    // wall time that much CPU takes on this machine's cores, had neither ever waited
+    const cores = cpus().length;
+    const budget = (name, { client, mirrorCpu, wall }, extra = "") => {
+      const total = client + mirrorCpu;
+      log(
+        `  CPU ${name}: ${client.toFixed(2)} s${extra} + nginx ${mirrorCpu.toFixed(2)} s = ${total.toFixed(2)} s; on ${cores} cores at least ${(total / cores).toFixed(2)} s, took ${wall.toFixed(2)} s (cores ${Math.round((100 * total) / cores / wall)}% busy)`,
+      );
+    };
+    budget("curl -o", cpu.curl);
+    budget("curl -o /dev/null", cpu.curlNull);
+    budget("node TLS read", cpu.nodeNull);
+    for (const v of sdks) budget(`${v.name} process`, v.cpuRun, ` (SHA-256 alone ${shaCpu.toFixed(2)} s)`);
 
     if (sizeMiB === Math.max(...sizes)) {
       // killed at half way, then resumed: the resumed run must fetch only what is missing (+1 MiB)
