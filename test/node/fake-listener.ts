@@ -214,30 +214,22 @@ export async function startFakeListener(
     const sessionKey = await finishServerLogin({ state: exchange.state, ke3: body.pake.ke3, caDer: ca.certDer });
     if (!sessionKey) return problem(401, "JOIN_CODE_INVALID");
     const keys = await deriveBindingKeys(sessionKey);
-    const transcript = await bindingTranscript({
+    const fields = {
       session: body.pake.session,
       ke1: exchange.ke1,
       ke2: exchange.ke2,
       caFingerprint: ca.fingerprint,
       clientKeyFingerprint: key,
       exporter: tlsExporter(socket),
-      serverTime: exchange.serverTime,
-    });
+    };
+    const transcript = await bindingTranscript({ ...fields, serverTime: exchange.serverTime });
     const header = req.headers["join-binding"];
     if (!(await verifyBinding(keys.kc, transcript, typeof header === "string" ? header : undefined)))
       return problem(401, "JOIN_BINDING_FAILED");
     const answered =
       listener.answerServerTime === undefined
         ? transcript
-        : await bindingTranscript({
-            session: body.pake.session,
-            ke1: exchange.ke1,
-            ke2: exchange.ke2,
-            caFingerprint: ca.fingerprint,
-            clientKeyFingerprint: key,
-            exporter: tlsExporter(socket),
-            serverTime: listener.answerServerTime,
-          });
+        : await bindingTranscript({ ...fields, serverTime: listener.answerServerTime });
     const binding = await serverBinding(keys.ks, answered);
     listener.bindings.push(binding);
     const pairing = formatPairingCode(await derivePairingCode(keys.pairingKey, key));

@@ -1,15 +1,15 @@
 // A founder killed (SIGKILL: no close, no checkpoint) with PAKE exchanges in flight, restarted
 // on the same data directory: the attempts counted before stay counted, and the exchanges that
 // were outstanding are dropped, not counted (docs/protocol.md §6, "A crash forgives").
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { ReferenceServer } from "../../examples/reference-server/server.js";
 import { TestJoiner, eventually, sameSelectorOtherCode } from "./helpers.js";
+import { startMainProcess } from "./main-process.js";
 
-const root = new URL("../../", import.meta.url).pathname;
 const dataDir = mkdtempSync(join(tmpdir(), "stratum-crash-"));
 const children: ChildProcess[] = [];
 afterAll(() => {
@@ -25,36 +25,15 @@ interface Founder {
   server: ReferenceServer;
 }
 
-/** Starts `tsx examples/reference-server/main.ts` on the data directory, in its own process. */
+/** Starts the reference server's command on the data directory, in its own process. */
 async function startFounder(): Promise<Founder> {
-  const child = spawn(process.execPath, ["--import", "tsx", "examples/reference-server/main.ts"], {
-    cwd: root,
-    env: {
-      ...process.env,
-      STRATUM_DATA_DIR: dataDir,
-      STRATUM_ADMIN_ADDR: "127.0.0.1:0",
-      STRATUM_JOIN_ADDR: "127.0.0.1:0",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.push(child);
-  let out = "";
-  child.stdout!.on("data", (d) => (out += d));
-  child.stderr!.on("data", (d) => (out += d));
-  await eventually(
-    () => {
-      if (child.exitCode !== null) throw new Error(`the founder exited: ${out}`);
-      return /admin token .*\n/.test(out);
-    },
-    30_000,
-    50,
-  );
-  const joinPort = Number(/join listener\s+127\.0\.0\.1:(\d+)/.exec(out)![1]);
+  const started = await startMainProcess(dataDir);
+  children.push(started.child);
   return {
-    child,
-    adminUrl: /admin API\s+(\S+)/.exec(out)![1]!,
+    child: started.child,
+    adminUrl: started.adminUrl,
     token: readFileSync(join(dataDir, "admin-token"), "utf8").trim(),
-    server: { joinPort } as unknown as ReferenceServer,
+    server: { joinPort: started.joinPort } as unknown as ReferenceServer,
   };
 }
 

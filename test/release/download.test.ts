@@ -15,7 +15,7 @@ import { startMirroredRelease, type MirroredRelease } from "./helpers/mirrored-r
 import { makeTestPki, type TestPki } from "./helpers/pki.js";
 import type { Fixture } from "./helpers/release.js";
 import { RELEASE_TEST_HOOKS, type ReleaseTestHooks } from "../../src/release/download/index.js";
-import { download, failure, listTree } from "./helpers/run.js";
+import { countOverlap, download, failure, listTree } from "./helpers/run.js";
 
 let pki: TestPki;
 let fx: Fixture;
@@ -110,33 +110,12 @@ describe("downloadReleaseFrom from a mirror", () => {
 
   it("keeps at most `concurrency` files in flight, through any ReleaseSource", async () => {
     const inner = mirrorSource(mirror.url, { ca: mirror.caPem });
-    let inFlight = 0;
-    let peak = 0;
-    const counting: ReleaseSource = {
-      describe: () => `counting ${inner.describe()}`,
-      async fetch(path, request) {
-        inFlight++;
-        peak = Math.max(peak, inFlight);
-        const response = await inner.fetch(path, request);
-        const body = response.body as AsyncIterable<Uint8Array>;
-        return {
-          ...response,
-          body: (async function* () {
-            try {
-              await new Promise((r) => setTimeout(r, 20));
-              yield* body;
-            } finally {
-              inFlight--;
-            }
-          })(),
-        };
-      },
-    };
+    const counting = countOverlap(inner);
     const dir = await dest();
-    await download(fx, mirror, dir, { source: counting, concurrency: 2 });
+    await download(fx, mirror, dir, { source: counting.source, concurrency: 2 });
     await inner.close!();
     await expectRelease(dir);
-    expect(peak).toBe(2);
+    expect(counting.peak()).toBe(2);
   });
 
   it("accepts a source whose bodies are web ReadableStreams", async () => {

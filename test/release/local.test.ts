@@ -1,20 +1,17 @@
 /**
  * Local failures: a process killed mid-download, a corrupted .partial, a full disk.
  */
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ReleaseDownloadError } from "../../src/errors/release.js";
 import { RELEASE_TEST_HOOKS, type ReleaseTestHooks } from "../../src/release/download/index.js";
 import type { Mirror } from "./helpers/mirror.js";
 import { startMirroredRelease, type MirroredRelease } from "./helpers/mirrored-release.js";
 import type { Fixture } from "./helpers/release.js";
-import { download, failure, listTree } from "./helpers/run.js";
+import { download, downloadInChild, failure, listTree } from "./helpers/run.js";
 
-const here = dirname(fileURLToPath(import.meta.url));
-const root = resolve(here, "../..");
 const BIG = "os/blobs/big";
 const SIZE = 4 * 1024 * 1024;
 
@@ -37,40 +34,12 @@ describe("killed mid-download", () => {
   it("a SIGKILLed process's .partial is re-hashed and resumed: only the missing bytes are fetched", async () => {
     const dir = await dest();
     mirror.setFaults((r) => (r.path === BIG ? { kind: "trickle", chunk: 64 * 1024, intervalMs: 8 } : undefined));
-    const child = spawn(
-      process.execPath,
-      [
-        "--import",
-        "tsx",
-        join(here, "helpers/download-child.ts"),
-        JSON.stringify({
-          url: mirror.url,
-          ca: mirror.caPem,
-          destDir: dir,
-          release: fx.release,
-          key: fx.keys[0]!.publicKeyPem,
-        }),
-      ],
-      { cwd: root, stdio: ["ignore", "pipe", "pipe"] },
+    const ended = await downloadInChild(
+      { url: mirror.url, ca: mirror.caPem, destDir: dir, release: fx.release, key: fx.keys[0]!.publicKeyPem },
+      SIZE / 2 + 5000,
     );
-    let stderr = "";
-    child.stderr.on("data", (d) => (stderr += d));
-    const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
-      child.on("exit", (code, signal) => done({ code, signal })),
-    );
-    let buffered = "";
-    child.stdout.on("data", (d: Buffer) => {
-      buffered += d.toString();
-      const lines = buffered.split("\n");
-      buffered = lines.pop()!;
-      for (const line of lines) {
-        const done = Number(line.split(" ")[1]);
-        if (line.startsWith("progress") && done >= SIZE / 2 + 5000) child.kill("SIGKILL");
-      }
-    });
-    const ended = await exit;
     mirror.setFaults(undefined);
-    expect(ended.signal, stderr).toBe("SIGKILL");
+    expect(ended.signal, ended.stderr).toBe("SIGKILL");
     const tree = await listTree(dir);
     expect(tree).not.toContain(BIG);
     expect(tree).not.toContain("payload/manifest.json");

@@ -3,21 +3,17 @@
  * file order, each answer held to the range rules, a fall back to one connection when a
  * segment stumbles, and a SIGKILL that leaves a prefix a resume continues.
  */
-import { spawn } from "node:child_process";
 import { readFile, stat } from "node:fs/promises";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ReleaseDownloadError } from "../../src/errors/release.js";
 import { ReleaseVerificationError, verifyReleaseDirectory } from "../../src/release/index.js";
 import { RELEASE_TEST_HOOKS, type DownloadReleaseOptions } from "../../src/release/download/index.js";
-import { mirrorSource, type ReleaseSource } from "../../src/release/sources.js";
+import { mirrorSource } from "../../src/release/sources.js";
 import type { MirrorFault, MirrorLogEntry, MirrorRequest } from "./helpers/mirror.js";
 import { startMirroredRelease, type MirroredRelease } from "./helpers/mirrored-release.js";
-import { download, listTree } from "./helpers/run.js";
+import { countOverlap, download, downloadInChild, listTree } from "./helpers/run.js";
 
-const here = dirname(fileURLToPath(import.meta.url));
-const root = resolve(here, "../..");
 const BIG = "os/blobs/big";
 const SIZE = 1024 * 1024 + 37;
 const SEGMENT = 64 * 1024;
@@ -73,36 +69,13 @@ async function run(
 describe("a large file on several connections", () => {
   it("probes one segment, then fetches the rest in closed ranges with If-Range, several at once, hashed in order", async () => {
     const inner = mirrorSource(env.mirror.url, { ca: env.mirror.caPem });
-    let inFlight = 0;
-    let peak = 0;
-    const counting: ReleaseSource = {
-      describe: inner.describe,
-      async fetch(path, request) {
-        const response = await inner.fetch(path, request);
-        if (path !== BIG) return response;
-        inFlight++;
-        peak = Math.max(peak, inFlight);
-        const body = response.body as AsyncIterable<Uint8Array>;
-        return {
-          ...response,
-          body: (async function* () {
-            try {
-              // slow enough that the connections overlap
-              await new Promise((r) => setTimeout(r, 20));
-              yield* body;
-            } finally {
-              inFlight--;
-            }
-          })(),
-        };
-      },
-    };
-    const { dir, log, outcome } = await run(undefined, parallel(3, { source: counting }));
+    const counting = countOverlap(inner, (path) => path === BIG);
+    const { dir, log, outcome } = await run(undefined, parallel(3, { source: counting.source }));
     await inner.close!();
     if (outcome instanceof Error) throw outcome;
     await expectBig(dir);
-    expect(peak).toBeGreaterThan(1);
-    expect(peak).toBeLessThanOrEqual(3);
+    expect(counting.peak()).toBeGreaterThan(1);
+    expect(counting.peak()).toBeLessThanOrEqual(3);
     const asked = ranges(log);
     // the probe: one segment without If-Range (no ETag yet); then every segment with it
     expect(log[0]).toMatchObject({ range: `bytes=0-${SEGMENT - 1}`, ifRange: undefined, status: 206 });
@@ -289,36 +262,18 @@ describe("killed mid-download on several connections", () => {
   it("the .partial is a prefix of the file; the resumed run fetches only what is missing", async () => {
     const dir = await env.dest();
     env.mirror.setFaults((r) => (r.path === BIG ? { kind: "trickle", chunk: 8 * 1024, intervalMs: 15 } : undefined));
-    const child = spawn(
-      process.execPath,
-      [
-        "--import",
-        "tsx",
-        join(here, "helpers/download-child.ts"),
-        JSON.stringify({
-          url: env.mirror.url,
-          ca: env.mirror.caPem,
-          destDir: dir,
-          release: env.fx.release,
-          key: env.fx.keys[0]!.publicKeyPem,
-          connections: 3,
-          segmentBytes: SEGMENT,
-        }),
-      ],
-      { cwd: root, stdio: ["ignore", "pipe", "pipe"] },
+    const { signal, stderr } = await downloadInChild(
+      {
+        url: env.mirror.url,
+        ca: env.mirror.caPem,
+        destDir: dir,
+        release: env.fx.release,
+        key: env.fx.keys[0]!.publicKeyPem,
+        connections: 3,
+        segmentBytes: SEGMENT,
+      },
+      SIZE / 2,
     );
-    let stderr = "";
-    child.stderr.on("data", (d) => (stderr += d));
-    const exit = new Promise<NodeJS.Signals | null>((done) => child.on("exit", (_code, signal) => done(signal)));
-    let buffered = "";
-    child.stdout.on("data", (d: Buffer) => {
-      buffered += d.toString();
-      const lines = buffered.split("\n");
-      buffered = lines.pop()!;
-      for (const line of lines)
-        if (line.startsWith("progress") && Number(line.split(" ")[1]) >= SIZE / 2) child.kill("SIGKILL");
-    });
-    const signal = await exit;
     env.mirror.setFaults(undefined);
     expect(signal, stderr).toBe("SIGKILL");
     // several connections were at work when it died

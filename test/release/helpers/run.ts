@@ -1,16 +1,23 @@
 /**
  * Shared plumbing of the downloader tests: run a download against a mirror with fast retries,
- * and list what ended up in a destination.
+ * list what ended up in a destination, count how many fetches overlap, and kill a download
+ * in a process of its own part way.
  */
+import { spawn } from "node:child_process";
 import { readdir } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import {
   downloadReleaseFrom,
   type DownloadReleaseOptions,
   type DownloadedRelease,
 } from "../../../src/release/download/index.js";
+import type { ReleaseSource } from "../../../src/release/sources.js";
 import type { Mirror } from "./mirror.js";
 import type { Fixture } from "./release.js";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = resolve(here, "../../..");
 
 /** downloadReleaseFrom from `mirror` into `destDir`, trusting the fixture's first key, with millisecond backoff. */
 export function download(
@@ -57,4 +64,77 @@ export async function failure(promise: Promise<unknown>): Promise<unknown> {
     return error;
   }
   throw new Error("expected a failure, got a result");
+}
+
+/** A source that holds each body open 20 ms, so fetches overlap, and counts how many are open at once. */
+export interface OverlapCounter {
+  source: ReleaseSource;
+  /** The most bodies open at the same time so far. */
+  peak(): number;
+}
+
+/** Wraps `inner`; only the paths `counted` accepts (all by default) are delayed and counted. */
+export function countOverlap(inner: ReleaseSource, counted: (path: string) => boolean = () => true): OverlapCounter {
+  let open = 0;
+  let peak = 0;
+  const source: ReleaseSource = {
+    describe: () => `counting ${inner.describe()}`,
+    async fetch(path, request) {
+      const response = await inner.fetch(path, request);
+      if (!counted(path)) return response;
+      open++;
+      peak = Math.max(peak, open);
+      const body = response.body as AsyncIterable<Uint8Array>;
+      return {
+        ...response,
+        body: (async function* () {
+          try {
+            // slow enough that the fetches overlap
+            await new Promise((r) => setTimeout(r, 20));
+            yield* body;
+          } finally {
+            open--;
+          }
+        })(),
+      };
+    },
+  };
+  return { source, peak: () => peak };
+}
+
+/** What {@link downloadInChild} runs: the JSON argument of `download-child.ts`. */
+export interface ChildDownload {
+  url: string;
+  ca: string;
+  destDir: string;
+  release: string;
+  key: string;
+  connections?: number;
+  segmentBytes?: number;
+}
+
+/**
+ * Runs one download in a process of its own (`download-child.ts`) and SIGKILLs it once its
+ * progress reaches `killAt` bytes. Resolves when it has exited: the signal that ended it (null
+ * if it finished by itself) and what it wrote on stderr.
+ */
+export function downloadInChild(
+  config: ChildDownload,
+  killAt: number,
+): Promise<{ signal: NodeJS.Signals | null; stderr: string }> {
+  const child = spawn(process.execPath, ["--import", "tsx", join(here, "download-child.ts"), JSON.stringify(config)], {
+    cwd: root,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr.on("data", (d) => (stderr += d));
+  let buffered = "";
+  child.stdout.on("data", (d: Buffer) => {
+    buffered += d.toString();
+    const lines = buffered.split("\n");
+    buffered = lines.pop()!;
+    for (const line of lines)
+      if (line.startsWith("progress") && Number(line.split(" ")[1]) >= killAt) child.kill("SIGKILL");
+  });
+  return new Promise((done) => child.on("exit", (_code, signal) => done({ signal, stderr })));
 }
