@@ -7,6 +7,7 @@
  */
 import type * as X509 from "@peculiar/x509";
 import { StratumError } from "../errors/index.js";
+import { loadX509 } from "../node/x509.js";
 import {
   caFingerprint,
   dnValue,
@@ -20,14 +21,6 @@ import {
   spkiFingerprint,
   splitHost,
 } from "../node/pki.js";
-
-/**
- * The X.509 library, loaded on the first certificate issued rather than when the server kit
- * is imported (`src/node/x509.ts` says what it costs).
- */
-async function loadX509(): Promise<typeof X509> {
-  return (await import("../node/x509.js")).x509;
-}
 
 const EC_P256: EcKeyGenParams & EcKeyImportParams = { name: "ECDSA", namedCurve: "P-256" };
 const SIGNING_ALGORITHM: EcdsaParams = { name: "ECDSA", hash: "SHA-256" };
