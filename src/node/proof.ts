@@ -28,7 +28,6 @@ import { loadAnswerSchemas, parseAnswer } from "./answers.js";
 import type { MachineIdentity } from "./identity.js";
 import { finishLogin, loadOpaque, startLogin } from "./opaque.js";
 import {
-  loadUndici,
   openPinnedConnection,
   refusalOf,
   responseHeader,
@@ -94,12 +93,12 @@ export interface ProveOptions {
 
 /**
  * Starts loading what proving a code needs and the joiner does not load at import time: the
- * OPAQUE WebAssembly, undici and the answer schemas. Called as a proof begins, so they load
+ * OPAQUE WebAssembly and the answer schemas. Called as a proof begins, so they load
  * together and while the identity is made and the connection opens, rather than one by one
  * inside the call's deadline. A load that fails is left to the step that awaits it.
  */
 export function startLoadingProof(): void {
-  for (const loading of [loadOpaque(), loadUndici(), loadAnswerSchemas()]) loading.catch(() => undefined);
+  for (const loading of [loadOpaque(), loadAnswerSchemas()]) loading.catch(() => undefined);
 }
 
 /** A join target read locally ({@link readTarget}). */

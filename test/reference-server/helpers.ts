@@ -7,6 +7,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Client } from "undici";
 import { expect } from "vitest";
 import { generateJoinCode, parseJoinCode } from "../../src/core/join-code.js";
 import {
@@ -20,6 +21,7 @@ import {
 import { createMachineIdentity, type MachineIdentity } from "../../src/node/identity.js";
 import { finishLogin, startLogin } from "../../src/node/opaque.js";
 import { openPinnedConnection, type PinnedConnection, type PinnedResponse } from "../../src/node/pinned-connection.js";
+import { connectPinnedSocket } from "../../src/node/pinned-socket.js";
 import { caFingerprint, verifyListenerCertificate } from "../../src/node/pki.js";
 import type { ReferenceServerConfig } from "../../examples/reference-server/config.js";
 import { newJoinRow, type JoinRow } from "../../examples/reference-server/rows.js";
@@ -269,6 +271,28 @@ export class TestJoiner {
     return this.connection;
   }
 
+  /**
+   * An undici client on a pinned socket of this joiner's own (the CA must be known): for
+   * tests that hold an answer unread, which the SDK's pinned calls never do.
+   */
+  async undiciClient(): Promise<Client> {
+    const socket = await connectPinnedSocket({
+      host: "127.0.0.1",
+      port: this.server.joinPort,
+      identity: this.identity,
+      ...(this.caDer ? { ca: this.caDer } : {}),
+    });
+    let handedOver = false;
+    return new Client(`https://127.0.0.1:${this.server.joinPort}`, {
+      connect: (_options, callback) =>
+        queueMicrotask(() => {
+          if (handedOver) return callback(new Error("one socket only"), null);
+          handedOver = true;
+          callback(null, socket);
+        }),
+    });
+  }
+
   /** Closes the connection. */
   async close(): Promise<void> {
     await this.connection?.close();
@@ -282,8 +306,7 @@ export class TestJoiner {
     path: string,
     options: { json?: unknown; headers?: Record<string, string> } = {},
   ): Promise<PinnedResponse> {
-    // undici closes a connection after a HEAD (a HEAD answer could carry a body it cannot
-    // frame), so a later call may need a new one; it is pinned to the CA by then.
+    // A connection the listener closed needs a new one; it is pinned to the CA by then.
     const connection = this.connection?.alive ? this.connection : await this.connect();
     const response = await connection.request({
       method,
