@@ -157,6 +157,13 @@ export const EXIT_CODE_TABLE: readonly ExitCodeRow[] = [
     codes: ["RELEASE_DOWNLOAD_FAILED"],
   },
   {
+    exit: 17,
+    summary: "this JavaScript runtime cannot do it; run it on Node",
+    meaning:
+      "this JavaScript runtime lacks what the command needs (Deno: the TLS exporter a join code's proof is bound to); run it on Node 20.19+ (or Bun)",
+    codes: ["RUNTIME_UNSUPPORTED"],
+  },
+  {
     exit: 130,
     summary: "interrupted (Ctrl-C)",
     meaning: "interrupted (Ctrl-C): waits and downloads stop cleanly; a download resumes on the next run",

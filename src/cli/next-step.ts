@@ -72,6 +72,7 @@ const BY_EXIT: Record<number, (doc: ErrorDocument, ctx: NextStepContext) => stri
       : "Check that --identity is the directory this machine registered with.",
   15: () => "Check the file or directory named above: the path, its permissions, free space.",
   16: () => "Run the same command again: the download resumes from its .partial files.",
+  17: () => "Run this command with Node 20.19 or later (or Bun): npx stratum-join …",
 };
 
 /** The lines that tell a person what to do about `doc` (none for an interruption). */

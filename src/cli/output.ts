@@ -240,6 +240,8 @@ const FIELDS = [
   "rule",
   "path",
   "attempts",
+  "feature",
+  "runtime",
 ] as const;
 
 /** The JSON form of any error a command threw. */

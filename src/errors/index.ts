@@ -21,6 +21,7 @@ export {
   type ValidationIssue,
 } from "./api.js";
 export { NetworkError, TimeoutError } from "./transport.js";
+export { RuntimeUnsupportedError, runtimeName, type RuntimeFeature } from "./runtime.js";
 export {
   JoinProtocolError,
   IdentityError,

@@ -13,6 +13,7 @@ import { parseAnswer } from "./answers.js";
 import { concealSecrets } from "./delivery.js";
 import { createThrowawayIdentity, type MachineIdentity } from "./identity.js";
 import type { JoinSession } from "./join-session.js";
+import { requireTlsExporter } from "./pinned-socket.js";
 import { proveAndCall, readTarget, startLoadingProof, type JoinTarget, type ProveOptions } from "./proof.js";
 
 export { DEFAULT_JOIN_TIMEOUT_MS, type JoinTarget, type ProveOptions } from "./proof.js";
@@ -94,7 +95,8 @@ function withClock(inventory: Inventory | undefined, clockOffsetMs: number): Inv
  * @returns the cluster's release, when the code expires, and `upgrade` when the machine must
  *   upgrade itself first (with `selfUpgrade`)
  * @throws JoinCodeError / JoinUrlError for a malformed code or URL (no network call made);
- *   JoinProtocolError `LISTENER_NOT_PROVEN` (mistyped code, or not this cluster's listener),
+ *   RuntimeUnsupportedError `tls-exporter` on a runtime whose TLS has no exporter (Deno; nothing
+ *   sent); JoinProtocolError `LISTENER_NOT_PROVEN` (mistyped code, or not this cluster's listener),
  *   `LISTENER_CERTIFICATE`, `BINDING_MISMATCH`, `TLS_FAILED`; StratumApiError with the refusal's
  *   code (`JOIN_CODE_EXPIRED`, `JOIN_CODE_REVOKED`, `JOIN_CODE_STALE`, `RELEASE_MISMATCH` with
  *   `details.clusterRelease` and `details.isoPath`, `RATE_LIMITED` with `retryAfter`, …);
@@ -106,6 +108,7 @@ function withClock(inventory: Inventory | undefined, clockOffsetMs: number): Inv
  */
 export async function checkJoinCode(options: CheckJoinCodeOptions): Promise<CodeCheckResult> {
   const target = readTarget(options);
+  requireTlsExporter();
   startLoadingProof();
   const identity = options.identity ?? (await createThrowawayIdentity());
   const { response, proof } = await proveAndCall(
@@ -142,6 +145,7 @@ export async function checkJoinCode(options: CheckJoinCodeOptions): Promise<Code
  */
 export async function registerMachine(options: RegisterMachineOptions): Promise<RegisterResult> {
   const target = readTarget(options);
+  requireTlsExporter();
   startLoadingProof();
   const { identity } = options;
   const { response, proof } = await proveAndCall(

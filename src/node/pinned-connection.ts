@@ -19,7 +19,9 @@ import { PinnedHttp, type IncomingHttpHeaders } from "./pinned-http.js";
 import {
   bareHost,
   connectPinnedSocket,
+  hasTlsExporter,
   peerChainOf,
+  requireTlsExporter,
   tlsExporter,
   type OpenPinnedConnectionOptions,
 } from "./pinned-socket.js";
@@ -89,7 +91,10 @@ export function refusalOf(response: PinnedResponse, operation: string): StratumA
 export interface PinnedConnection {
   /** False once the socket is closed (by either side) or {@link close} was called. */
   readonly alive: boolean;
-  /** The TLS exporter of this connection ({@link tlsExporter}), read at handshake time. */
+  /**
+   * The TLS exporter of this connection ({@link tlsExporter}), read at handshake time.
+   * @throws RuntimeUnsupportedError `tls-exporter` where the runtime has none
+   */
   exporter(): Uint8Array;
   /** The listener's certificates as presented, DER, leaf first ({@link peerChainOf}). */
   peerChainDer(): Uint8Array[];
@@ -110,12 +115,12 @@ export interface PinnedConnection {
  */
 export async function openPinnedConnection(options: OpenPinnedConnectionOptions): Promise<PinnedConnection> {
   const socket = await connectPinnedSocket(options);
-  let exporter: Uint8Array;
+  // Read now: it is needed after the socket may have closed (binding checks). A runtime
+  // without the exporter still makes the pinned calls after a registration, which need none.
+  let exporter: Uint8Array | undefined;
   try {
-    // Read now: both are needed after the socket may have closed (error reports, binding checks).
-    exporter = tlsExporter(socket);
+    if (hasTlsExporter()) exporter = tlsExporter(socket);
   } catch (error) {
-    // A runtime without the exporter, or a socket that is no longer TLS 1.3: nothing is left open.
     socket.destroy();
     throw error;
   }
@@ -127,7 +132,10 @@ export async function openPinnedConnection(options: OpenPinnedConnectionOptions)
     get alive() {
       return !closed && http.reusable && socket.readyState === "open";
     },
-    exporter: () => exporter.slice(),
+    exporter: () => {
+      if (!exporter) requireTlsExporter();
+      return exporter!.slice();
+    },
     peerChainDer: () => chain.map((der) => der.slice()),
     request: (request) => sendRequest(http, request),
     close: () => {
