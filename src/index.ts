@@ -96,4 +96,5 @@ export type {
   components,
   operations,
   paths,
+  Input,
 } from "./types.js";

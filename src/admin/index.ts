@@ -8,6 +8,7 @@
 
 import createClient, { type Client, type Middleware } from "openapi-fetch";
 import type { components, paths } from "../../generated/api.js";
+import type { Input } from "../types.js";
 import { problemFromResponse } from "../core/problem.js";
 import { throwIfAborted } from "../core/retry.js";
 import { NetworkError, ResponseValidationError, StratumError, TimeoutError } from "../errors/index.js";
@@ -44,36 +45,36 @@ export type AdminClientOptions = {
    * A `fetch` to use instead of the global one. By default the global `fetch` is looked up at
    * each call, not at creation, so a mock installed later (msw) is still seen.
    */
-  fetch?: (request: Request) => Promise<Response>;
+  fetch?: ((request: Request) => Promise<Response>) | undefined;
   /**
    * Checks every answer against the spec's schema; pass `validateResponses` (root entry). A
    * body that does not match throws `ResponseValidationError`. Absent: answers are trusted,
    * and zod is not bundled.
    */
-  validate?: ResponseValidator;
+  validate?: ResponseValidator | undefined;
   /** A default `timeoutMs` for every call (see {@link CallOptions}). None by default. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 } & (
   | {
       /** A fixed bearer token. */
       token: string;
       /** Not with `token`. */
-      getToken?: never;
+      getToken?: never | undefined;
     }
   | {
       /** Called before every call for the bearer token (so a refreshed one is used); its failure rejects the call as it is. */
       getToken: TokenProvider;
       /** Not with `getToken`. */
-      token?: never;
+      token?: never | undefined;
     }
 );
 
 /** Per-call options of every admin method. */
 export interface CallOptions {
   /** Aborts the call; the abort is re-thrown as it is (an `AbortError`, or the signal's reason). */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Gives up after this many ms with a `TimeoutError`. Overrides the client's default. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 /**
@@ -85,7 +86,10 @@ export interface CallOptions {
  */
 export interface AdminClient {
   /** Mints a join code (`POST /v1/admin/cluster/join-codes`). The answer's `code` and `url` are shown once; never log them. */
-  mintJoinCode(request?: ApiSchemas["JoinCodeRequest"], options?: CallOptions): Promise<ApiSchemas["MintedJoinCode"]>;
+  mintJoinCode(
+    request?: Input<ApiSchemas["JoinCodeRequest"]>,
+    options?: CallOptions,
+  ): Promise<ApiSchemas["MintedJoinCode"]>;
   /** Every join code, newest first, never the codes themselves (`GET /v1/admin/cluster/join-codes`). */
   listJoinCodes(options?: CallOptions): Promise<ApiSchemas["JoinCodeList"]>;
   /** Revokes a join code at once (`DELETE /v1/admin/cluster/join-codes/{codeId}`). */
@@ -106,7 +110,7 @@ export interface AdminClient {
   /** Approves a machine with its assignment; all defaults without one (`POST …/joins/{joinId}/approve`). */
   approveNodeJoin(
     joinId: string,
-    approval?: ApiSchemas["Approval"],
+    approval?: Input<ApiSchemas["Approval"]>,
     options?: CallOptions,
   ): Promise<ApiSchemas["NodeJoin"]>;
   /**
@@ -118,13 +122,13 @@ export interface AdminClient {
    */
   previewApproval(
     joinId: string,
-    approval?: ApiSchemas["Approval"],
+    approval?: Input<ApiSchemas["Approval"]>,
     options?: CallOptions,
   ): Promise<ApiSchemas["ApprovalPreview"]>;
   /** Rejects a machine, with a reason (`POST …/joins/{joinId}/reject`). */
   rejectNodeJoin(
     joinId: string,
-    rejection: ApiSchemas["Rejection"],
+    rejection: Input<ApiSchemas["Rejection"]>,
     options?: CallOptions,
   ): Promise<ApiSchemas["NodeJoin"]>;
   /** Queues a failed join again (`POST …/joins/{joinId}/retry`). */
@@ -138,7 +142,7 @@ export interface AdminClient {
    */
   failNodeJoin(
     joinId: string,
-    failure: ApiSchemas["JoinFailure"],
+    failure: Input<ApiSchemas["JoinFailure"]>,
     options?: CallOptions,
   ): Promise<ApiSchemas["NodeJoin"]>;
   /** The members and the membership generation (`GET /v1/admin/cluster/members`). */
@@ -149,7 +153,7 @@ export interface AdminClient {
   rotateClusterCa(options?: CallOptions): Promise<ApiSchemas["CaRotation"]>;
   /** Marks a cluster upgrade in progress or over (`PUT /v1/admin/cluster/upgrade`; reference server). */
   setClusterUpgrade(
-    upgrade: ApiSchemas["ClusterUpgrade"],
+    upgrade: Input<ApiSchemas["ClusterUpgrade"]>,
     options?: CallOptions,
   ): Promise<ApiSchemas["ClusterUpgrade"]>;
   /**
@@ -169,7 +173,7 @@ export interface AdminClient {
 /** What a wrapped call may accept besides a 2xx. */
 interface Accepts {
   /** Takes a 304 (a long poll that saw no change) as an answer, not a refusal. */
-  notModified?: boolean;
+  notModified?: boolean | undefined;
 }
 
 /** What every wrapped call hands openapi-fetch on top of its own arguments. */

@@ -33,17 +33,17 @@ export class CliError extends StratumError {
 export interface FlagSpec {
   type: "string" | "boolean";
   /** May be given more than once (the values are collected in order). */
-  multiple?: boolean;
+  multiple?: boolean | undefined;
   /** A one-letter alias. */
-  short?: string;
+  short?: string | undefined;
   /** The value's placeholder in help, e.g. `DIR`. */
-  value?: string;
+  value?: string | undefined;
   /** One line of help. */
   description: string;
   /** An environment variable read when the flag is absent. */
-  env?: string;
+  env?: string | undefined;
   /** Accepted but not shown in help: an old spelling kept so that existing scripts go on working. */
-  hidden?: boolean;
+  hidden?: boolean | undefined;
 }
 
 /** A positional argument of a command. */
@@ -51,7 +51,7 @@ export interface PositionalSpec {
   name: string;
   description: string;
   /** Absent means required. */
-  optional?: boolean;
+  optional?: boolean | undefined;
 }
 
 /** What a command's `run` receives. */
@@ -65,7 +65,7 @@ export interface CommandContext {
   /** Stderr is a terminal: progress bars and the updating retry line are drawn. */
   isTTY: boolean;
   /** Standard input, for `--log -`. */
-  stdin?: AsyncIterable<string | Uint8Array>;
+  stdin?: AsyncIterable<string | Uint8Array> | undefined;
 }
 
 /** One example of a command's `--help`: what it is for, then the command line. */
@@ -94,11 +94,11 @@ export interface CommandSpec {
   /** One line, for the command list. */
   summary: string;
   /** More help, shown by `--help` after the usage. */
-  details?: string;
-  positionals?: readonly PositionalSpec[];
+  details?: string | undefined;
+  positionals?: readonly PositionalSpec[] | undefined;
   flags: Readonly<Record<string, FlagSpec>>;
   /** Shown under `Examples:` in `--help`. */
-  examples?: readonly CommandExample[];
+  examples?: readonly CommandExample[] | undefined;
   /** Loads what the command does: a dynamic `import()` of its action module. */
   load(): Promise<CommandAction>;
 }

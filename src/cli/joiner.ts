@@ -94,12 +94,12 @@ export async function downloadUpgrade(
     upgrade: DownloadReleaseOptions["upgrade"];
     destDir: string;
     trustedKeys: readonly string[];
-    threshold?: number;
-    mirrorCa?: string;
+    threshold?: number | undefined;
+    mirrorCa?: string | undefined;
     /** `--proxy`: the HTTP proxy to reach a mirror through (never the founder). */
-    proxy?: string;
-    session?: JoinSession;
-    identity?: MachineIdentity;
+    proxy?: string | undefined;
+    session?: JoinSession | undefined;
+    identity?: MachineIdentity | undefined;
   },
 ): Promise<DownloadedRelease> {
   const { upgrade } = options;

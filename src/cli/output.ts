@@ -33,20 +33,20 @@ export interface CliIo {
   /** Stderr is a terminal: progress bars and updating lines are drawn there, in colour. Without it, none. */
   isTTY: boolean;
   /** Stdout is a terminal: results are coloured. Default: as `isTTY`. */
-  stdoutIsTTY?: boolean;
+  stdoutIsTTY?: boolean | undefined;
   /** The terminal's width, for help; unknown (a pipe) means `COLUMNS`, else 80. */
-  columns?: number;
+  columns?: number | undefined;
   /** Standard input, read by `progress --log -`. */
-  stdin?: AsyncIterable<string | Uint8Array>;
+  stdin?: AsyncIterable<string | Uint8Array> | undefined;
   /** Aborted on Ctrl-C (main.ts wires SIGINT to it): waits and downloads stop, exit 130. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 /** Where a failed command was, for the error's next step. */
 export interface ErrorContext {
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** The command whose `--help` a usage error points to ("" for the top level). */
-  usageOf?: string;
+  usageOf?: string | undefined;
 }
 
 /** The human or JSON face of one run. */

@@ -104,7 +104,7 @@ class OutageReport {
 export interface WaitOutcome {
   registration: Registration;
   /** Where the delivery was written, when one passed by. */
-  delivery?: WrittenDelivery;
+  delivery?: WrittenDelivery | undefined;
 }
 
 /**
@@ -122,8 +122,8 @@ export async function waitForState(
     identity: MachineIdentity;
     dir: string;
     until: JoinState;
-    timeoutMs?: number;
-    report?: (view: Registration) => void;
+    timeoutMs?: number | undefined;
+    report?: ((view: Registration) => void) | undefined;
   },
 ): Promise<WaitOutcome> {
   const timeout = options.timeoutMs === undefined ? undefined : AbortSignal.timeout(options.timeoutMs);

@@ -33,9 +33,9 @@ export class RuntimeUnsupportedError extends StratumError {
 /** The running runtime and its version, as {@link RuntimeUnsupportedError.runtime} names it. */
 export function runtimeName(): string {
   const g = globalThis as {
-    Deno?: { version?: { deno?: string } };
-    Bun?: { version?: string };
-    process?: { version?: string };
+    Deno?: { version?: { deno?: string } } | undefined;
+    Bun?: { version?: string } | undefined;
+    process?: { version?: string } | undefined;
   };
   if (g.Deno?.version?.deno) return `Deno ${g.Deno.version.deno}`;
   if (g.Bun?.version) return `Bun ${g.Bun.version}`;

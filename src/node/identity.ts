@@ -89,7 +89,7 @@ function keyAlgorithm(key: KeyObject): string | undefined {
  *   shown in server logs, so no secret in it
  */
 export async function createMachineIdentity(
-  options: { algorithm?: IdentityAlgorithm; commonName?: string } = {},
+  options: { algorithm?: IdentityAlgorithm | undefined; commonName?: string | undefined } = {},
 ): Promise<MachineIdentity> {
   const algorithm = options.algorithm ?? DEFAULT_ALGORITHM;
   const params: EcKeyGenParams | Algorithm =

@@ -89,6 +89,7 @@ export type {
   Inventory,
   Upgrade,
   components,
+  Input,
 } from "../types.js";
 // The errors the joiner throws, including those it shares with the root entry (the same
 // classes: `instanceof` works whichever entry a caller imports them from).

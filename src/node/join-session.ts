@@ -33,7 +33,7 @@ export interface JoinSession {
    * certificate by the founder's time as well as by this machine's clock
    * (docs/protocol.md#pinned-calls).
    */
-  readonly clockOffsetMs?: number;
+  readonly clockOffsetMs?: number | undefined;
 }
 
 /** The string fields of the serialised session, in their order; `version` is the literal 1. */

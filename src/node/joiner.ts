@@ -24,9 +24,9 @@ export type CheckJoinCodeOptions = JoinTarget &
     /** The release the machine would be installed from. */
     release: string;
     /** The machine can upgrade itself to the cluster's release. */
-    selfUpgrade?: boolean;
+    selfUpgrade?: boolean | undefined;
     /** The client certificate to use; default a throwaway one (a check records no key). */
-    identity?: MachineIdentity;
+    identity?: MachineIdentity | undefined;
   };
 
 /** A join code that passed the listener's checks. */
@@ -53,13 +53,13 @@ export type RegisterMachineOptions = JoinTarget &
     /** The release the machine was installed from. */
     release: string;
     /** The machine can upgrade itself to the cluster's release before it registers. */
-    selfUpgrade?: boolean;
+    selfUpgrade?: boolean | undefined;
     /** The machine's host name, as the console shows it. */
-    hostname?: string;
+    hostname?: string | undefined;
     /** The machine's serial number (SMBIOS system serial), as the console shows it. */
-    systemSerial?: string;
+    systemSerial?: string | undefined;
     /** The machine's hardware (see `collectInventory`). */
-    inventory?: Inventory;
+    inventory?: Inventory | undefined;
   };
 
 /** A registration made (or found again) by `registerMachine`. */

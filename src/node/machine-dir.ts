@@ -51,12 +51,12 @@ export interface OpenMachineDirectoryOptions {
    * not exist). Default `false`: stage 2, which must go on with the key stage 1 registered,
    * never makes one by accident.
    */
-  create?: boolean;
+  create?: boolean | undefined;
   /**
    * Told of what was fixed on the way, e.g. a `key.pem` readable by others tightened to 0600.
    * Default: nothing is said.
    */
-  onWarning?: (message: string) => void;
+  onWarning?: ((message: string) => void) | undefined;
 }
 
 /** An opened machine directory: its identity, and where everything else of the join goes. */

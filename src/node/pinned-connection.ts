@@ -39,24 +39,24 @@ export type { IncomingHttpHeaders } from "./pinned-http.js";
 /** What {@link PinnedConnection.request} sends. */
 export interface PinnedRequest {
   /** HTTP method (default `GET`). */
-  method?: "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE";
+  method?: "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | undefined;
   /** Path and query, e.g. `/v1/join/pake`. */
   path: string;
   /** Request headers. */
-  headers?: Record<string, string>;
+  headers?: Record<string, string> | undefined;
   /** A value sent as JSON (sets `content-type: application/json`). */
-  json?: unknown;
+  json?: unknown | undefined;
   /** A raw body; ignored when `json` is given. */
-  body?: string | Uint8Array;
+  body?: string | Uint8Array | undefined;
   /** Aborts the request; the abort is re-thrown as is. Aborting a request in flight closes the connection. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /**
    * Deadline of the request, its headers and its whole body, in ms (default
    * {@link DEFAULT_REQUEST_TIMEOUT_MS}); then `TimeoutError`, and the connection is closed.
    */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** Refuse bodies larger than this (default 16 MiB). */
-  maxBodyBytes?: number;
+  maxBodyBytes?: number | undefined;
 }
 
 /** What {@link PinnedConnection.request} returns. */

@@ -108,11 +108,11 @@ export interface OpenPinnedConnectionOptions {
    */
   clockOffsetMs?: number | undefined;
   /** SNI to send; default: `host` when it is a name (never an IP literal, RFC 6066). */
-  servername?: string;
+  servername?: string | undefined;
   /** Aborts the connection attempt; the abort is re-thrown as is. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Time allowed for TCP + TLS (default 10 s); then `TimeoutError`. */
-  connectTimeoutMs?: number;
+  connectTimeoutMs?: number | undefined;
 }
 
 /** `host` without the brackets of an IPv6 literal. */

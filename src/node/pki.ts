@@ -220,7 +220,7 @@ export function verifyListenerCertificate(options: {
   chain: readonly Uint8Array[];
   caDer: Uint8Array;
   dialledHost: string;
-  now?: Date;
+  now?: Date | undefined;
 }): void {
   const now = options.now ?? new Date();
   let ca: NodeX509Certificate;

@@ -43,13 +43,13 @@ export type JoinTarget =
   | {
       /** `stratum-join://HOST[:PORT]/XXXX-XXXX-XXX` */ url: string;
       /** Not with `url`: the URL carries it. */
-      endpoint?: never;
+      endpoint?: never | undefined;
       /** Not with `url`: the URL carries it. */
-      code?: never;
+      code?: never | undefined;
     }
   | {
       /** Not with `endpoint` and `code`. */
-      url?: never;
+      url?: never | undefined;
       /** `host` or `host:port` (9444 by default) */ endpoint: string;
       /** the join code, in any accepted spelling */ code: string;
     };
@@ -74,21 +74,21 @@ export interface ProveOptions {
    * Aborts the call (connect, PAKE, request, a wait for a busy code). Abort rule: the call
    * re-throws the caller's abort as is, the signal's `reason` (`isAbortError(e, signal)`).
    */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /**
    * The whole call's deadline in ms, default {@link DEFAULT_JOIN_TIMEOUT_MS} (120 s): TCP, TLS,
    * every request, its headers and its whole body, the joiner's Argon2, and the waits for a
    * busy code. Then `TimeoutError` (code `TIMEOUT`), whatever was pending. `Infinity` for none.
    */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** Time allowed for TCP + TLS of each connection (default 10 s, and never past `timeoutMs`). */
-  connectTimeoutMs?: number;
+  connectTimeoutMs?: number | undefined;
   /**
    * Told before each wait for a busy code or founder (503, e.g. `JOIN_CODE_BUSY` or
    * `STORAGE_UNAVAILABLE`, or 429, to the KE1 or to the call KE3 carries), with the refusal
    * and the wait in ms: e.g. to show "the founder is busy, retrying in 3 s".
    */
-  onRetry?: (error: StratumApiError, delayMs: number) => void;
+  onRetry?: ((error: StratumApiError, delayMs: number) => void) | undefined;
 }
 
 /**

@@ -85,14 +85,14 @@ export function createFakeCluster(seed: { joins?: NodeJoin[]; joinCodes?: JoinCo
 /** Options of {@link adminHandlers}. */
 export interface AdminHandlersOptions {
   /** The state to serve; a fresh {@link createFakeCluster} by default. */
-  cluster?: FakeCluster;
+  cluster?: FakeCluster | undefined;
   /** Matches requests to this origin only; any origin (`*`) by default. */
-  baseUrl?: string;
+  baseUrl?: string | undefined;
   /**
    * When set, a request without `Authorization: Bearer <token>` gets 401 `UNAUTHORIZED` with
    * `WWW-Authenticate`, so a console's sign-in path can be tested.
    */
-  token?: string;
+  token?: string | undefined;
 }
 
 /**

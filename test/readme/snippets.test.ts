@@ -5,7 +5,7 @@
 // snippet marks `// yours:` are the test's: it supplies those names (./supplied/, and the
 // constants below) and fails when a snippet names one it does not supply. A README edited into
 // a snippet that does not compile, or does not do what the README says, fails here.
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -16,27 +16,21 @@ import { createMachineIdentity, registerMachine } from "../../src/node/index.js"
 import { generateReleaseKeyPair } from "../../src/release/keys.js";
 import { signReleaseDirectory } from "../../src/release/manifest.js";
 import { demoInventory, startHarness, type Harness } from "../node/harness.js";
-import { codeBlocks, SCRIPT_LANGS, supplyConstants, yoursLines, type CodeBlock } from "./markdown.js";
+import { supplyConstants, yoursLines } from "./markdown.js";
+import {
+  atReadmeLines,
+  exportsOf,
+  FRAGMENT_CONTEXT_FILE,
+  readmeSnippets,
+  RUN,
+  SUPPLIED_MODULES,
+  writeSnippets,
+  type Role,
+} from "./readme-snippets.js";
 import { runToEnd, startSnippet, tsc } from "./processes.js";
 
-const root = fileURLToPath(new URL("../../", import.meta.url));
-const supplied = fileURLToPath(new URL("./supplied/", import.meta.url));
-
-/** The snippets this test runs, by where they stand in the README. */
-type Role = "stage-1" | "stage-2" | "console" | "testing" | "script";
-const RUN: Record<Role, { file: string; where: string }> = {
-  "stage-1": { file: "stage-1.ts", where: "the first block of 'Installer stage 1'" },
-  "stage-2": { file: "stage-2.ts", where: "the second block of 'Installer stage 1'" },
-  console: { file: "console.ts", where: "the block of 'The console' (outside its subsection)" },
-  testing: { file: "console.test.ts", where: "the block of 'Testing a console without a server'" },
-  script: { file: "approve-confirmed.ts", where: "the TypeScript block of 'Scripts'" },
-};
-
-/** The modules a `// yours:` import may name, supplied by this test (./supplied/). */
-const SUPPLIED_MODULES: Record<string, string> = {
-  "./installer-ui.js": "installer-ui.ts",
-  "./console-ui.js": "console-ui.ts",
-};
+const readme = readFileSync(join(fileURLToPath(new URL("../../", import.meta.url)), "README.md"), "utf8");
+const snippets = () => readmeSnippets(readme);
 
 /** The `const NAME = …; // yours:` constants this test supplies, per snippet. */
 const SUPPLIED_CONSTANTS: Partial<Record<Role, readonly string[]>> = {
@@ -45,53 +39,6 @@ const SUPPLIED_CONSTANTS: Partial<Record<Role, readonly string[]>> = {
   console: ["API_URL"],
 };
 
-/**
- * What the fragments (the type-checked snippets that continue another, e.g. the self-upgrade
- * example) use without defining: the installer's state at that point, and a progress bar of the
- * reader's. Given to the fragments only; a fragment naming anything else fails to compile.
- */
-const FRAGMENT_CONTEXT = `import type { JoinSession, MachineIdentity, Registration } from "@stratum/join/node";
-declare global {
-  const registration: Registration;
-  const session: JoinSession;
-  const identity: MachineIdentity;
-  const trustedPem: string;
-  const bar: { update(fraction: number): void };
-  const signal: AbortSignal;
-}
-export {};
-`;
-
-const readme = readFileSync(join(root, "README.md"), "utf8");
-
-/** The README's script blocks, each with the role this test runs it in (none: type-checked only). */
-function snippets(): Array<CodeBlock & { role?: Role; file: string }> {
-  const installer: CodeBlock[] = [];
-  return codeBlocks(readme)
-    .filter((block) => SCRIPT_LANGS.includes(block.lang))
-    .map((block) => {
-      let role: Role | undefined;
-      if (block.section.startsWith("Installer stage 1")) {
-        installer.push(block);
-        role = installer.length === 1 ? "stage-1" : installer.length === 2 ? "stage-2" : undefined;
-      } else if (block.subsection.startsWith("Testing a console without a server")) role = "testing";
-      else if (block.section.startsWith("The console:") && block.subsection === "") role = "console";
-      else if (block.section === "Scripts") role = "script";
-      const js = block.lang.startsWith("j");
-      return {
-        ...block,
-        ...(role ? { role } : {}),
-        file: role ? RUN[role].file : `fragment-L${block.line}.${js ? "js" : "ts"}`,
-      };
-    });
-}
-
-/** The names a supplied module exports. */
-function exportsOf(file: string): string[] {
-  const text = readFileSync(join(supplied, file), "utf8");
-  return [...text.matchAll(/^export (?:async )?(?:function|const|class) (\w+)/gm)].map((m) => m[1]!);
-}
-
 let project: string;
 let work: string;
 beforeAll(async () => {
@@ -99,9 +46,7 @@ beforeAll(async () => {
   work = join(project, `readme-${process.pid}`);
   rmSync(work, { recursive: true, force: true });
   mkdirSync(work);
-  for (const snippet of snippets()) writeFileSync(join(work, snippet.file), snippet.code);
-  for (const file of Object.values(SUPPLIED_MODULES)) cpSync(join(supplied, file), join(work, file));
-  writeFileSync(join(work, "fragment-context.d.ts"), FRAGMENT_CONTEXT);
+  writeSnippets(work, snippets());
 }, 600_000);
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
@@ -157,21 +102,12 @@ describe("the README's snippets", () => {
     const config = (name: string, files: string[]) =>
       writeFileSync(join(work, name), `${JSON.stringify({ compilerOptions: options, files }, null, 2)}\n`);
     config("tsconfig.json", [...all.filter((s) => s.role).map((s) => s.file), ...Object.values(SUPPLIED_MODULES)]);
-    config("tsconfig.fragments.json", [...all.filter((s) => !s.role).map((s) => s.file), "fragment-context.d.ts"]);
+    config("tsconfig.fragments.json", [...all.filter((s) => !s.role).map((s) => s.file), FRAGMENT_CONTEXT_FILE]);
     const results = await Promise.all([
       tsc(project, work, "tsconfig.json"),
       tsc(project, work, "tsconfig.fragments.json"),
     ]);
-    // Errors at the README's own lines: `README.md:123 error TS2304: Cannot find name …`.
-    const where = new Map(all.map((s) => [s.file, s.line]));
-    const errors = results
-      .flatMap((r) => r.output.split("\n"))
-      .filter(Boolean)
-      .map((line) => {
-        const m = /^(\S+?)\((\d+),\d+\): (.*)$/.exec(line);
-        const start = m && where.get(m[1]!);
-        return m && start ? `README.md:${start + Number(m[2]) - 1} ${m[3]}` : line;
-      });
+    const errors = atReadmeLines(results.map((r) => r.output).join("\n"), all);
     expect(errors).toEqual([]);
     expect(results.map((r) => r.code)).toEqual([0, 0]);
   }, 300_000);
