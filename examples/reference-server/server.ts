@@ -79,7 +79,7 @@ const ADMIN_DEFAULT = "127.0.0.1:8080";
 /** The join listener's port is the protocol's (a join URL without a port means 9444). */
 const JOIN_DEFAULT = "127.0.0.1:9444";
 /** The release a cluster runs when the configuration names none (the demo's and the tests'). */
-const DEFAULT_CLUSTER_RELEASE = "0.6.0";
+export const DEFAULT_CLUSTER_RELEASE = "0.6.0";
 /**
  * How long an idle admin connection stays open: longer than the pause of watchJoins's fallback
  * poll (2 s), so a console keeps one; its long polls keep it busy anyway.
