@@ -197,6 +197,7 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     throw new StratumError("INVALID_ARGUMENT", "createAdminClient needs a token or a getToken function");
   }
   const resolveToken = async (): Promise<string> => (getToken ? await getToken() : (token as string));
+  checkBaseUrl(baseUrl);
 
   const raw = createClient<paths>({
     baseUrl,
@@ -374,4 +375,26 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     raw,
   };
   return client;
+}
+
+/**
+ * Refuses at once a `baseUrl` no call could ever use: not an absolute `http://` or `https://`
+ * URL (`127.0.0.1:8080` parses as the scheme `127.0.0.1:`, `ftp://…` is not HTTP). A page may
+ * name the API by a path on its own origin (`/`, `/api`). Without this, `watchJoins` would take
+ * each failed call for a network error and retry it forever.
+ */
+function checkBaseUrl(baseUrl: unknown): void {
+  const inPage = typeof (globalThis as { location?: unknown }).location === "object";
+  if (typeof baseUrl === "string" && inPage && baseUrl.startsWith("/")) return;
+  let url: URL | undefined;
+  try {
+    url = new URL(String(baseUrl));
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || !url.hostname)
+    throw new StratumError(
+      "INVALID_ARGUMENT",
+      `the admin API's baseUrl ${JSON.stringify(String(baseUrl).slice(0, 100))} is not an http:// or https:// URL (e.g. https://192.0.2.240 or http://127.0.0.1:8080)`,
+    );
 }

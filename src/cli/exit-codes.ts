@@ -179,6 +179,22 @@ export const EXIT_UNEXPECTED = 1;
 export const EXIT_USAGE = 2;
 /** Exit code of a run stopped by Ctrl-C. */
 export const EXIT_INTERRUPTED = 130;
+/** Exit code of a run stopped by SIGTERM (128 + 15, as a shell reports a process it killed). */
+export const EXIT_TERMINATED = 143;
+
+/** True for the exit code of a run stopped by a signal (Ctrl-C or SIGTERM). */
+export function isInterruption(exitCode: number): boolean {
+  return exitCode === EXIT_INTERRUPTED || exitCode === EXIT_TERMINATED;
+}
+
+/**
+ * The exit code of a run its signal stopped: SIGTERM's when the signal's reason says so
+ * (`{ exitCode: 143 }`, as the executable aborts on SIGTERM), else Ctrl-C's.
+ */
+function interruptedExitCode(signal: AbortSignal | undefined): number {
+  const code = (signal?.reason as { exitCode?: unknown } | undefined)?.exitCode;
+  return code === EXIT_TERMINATED ? EXIT_TERMINATED : EXIT_INTERRUPTED;
+}
 
 const BY_CODE = new Map<string, number>();
 for (const row of EXIT_CODE_TABLE)
@@ -206,7 +222,7 @@ export function exitCodeForCode(code: string): number {
  * shape, since waits re-throw the signal's reason as it is.
  */
 export function exitCodeFor(error: unknown, signal?: AbortSignal): number {
-  if (signal?.aborted || isAbortError(error)) return EXIT_INTERRUPTED;
+  if (signal?.aborted || isAbortError(error)) return interruptedExitCode(signal);
   if (!StratumError.is(error)) return EXIT_UNEXPECTED;
   const known = BY_CODE.get(error.code);
   if (known !== undefined) return known;

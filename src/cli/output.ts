@@ -11,7 +11,7 @@
 import { describeClockOffset } from "../core/clock.js";
 import { redact } from "../core/redact.js";
 import { StratumError } from "../errors/index.js";
-import { EXIT_INTERRUPTED, exitCodeFor } from "./exit-codes.js";
+import { exitCodeFor, isInterruption } from "./exit-codes.js";
 import { nextSteps } from "./next-step.js";
 import { DEFAULT_WIDTH, wrap } from "./help.js";
 import { colourWanted, createStyle, stripAnsi, visibleWidth, type Style } from "./style.js";
@@ -155,7 +155,7 @@ export class Output {
       : document.message;
     // After Ctrl-C the terminal has echoed "^C" where the cursor was: start a line of our own.
     const lines = [
-      `${exitCode === EXIT_INTERRUPTED && this.#io.isTTY ? "\n" : ""}${s.bold("stratum-join:")} ${s.red(s.bold(`${document.code}:`))} ${text}`,
+      `${isInterruption(exitCode) && this.#io.isTTY ? "\n" : ""}${s.bold("stratum-join:")} ${s.red(s.bold(`${document.code}:`))} ${text}`,
     ];
     const fieldErrors = document.errors as { field: string; message: string }[] | undefined;
     for (const problem of fieldErrors ?? []) lines.push(`  - ${problem.field || "(request)"}: ${problem.message}`);
@@ -246,7 +246,7 @@ const FIELDS = [
 
 /** The JSON form of any error a command threw. */
 export function errorDocument(error: unknown, exitCode: number): ErrorDocument {
-  if (exitCode === EXIT_INTERRUPTED) return { code: "ABORTED", message: "interrupted", exitCode };
+  if (isInterruption(exitCode)) return { code: "ABORTED", message: "interrupted", exitCode };
   if (!StratumError.is(error)) {
     const message = error instanceof Error ? error.message : String(error);
     return { code: "UNEXPECTED", message: `unexpected error: ${message}`, exitCode };
