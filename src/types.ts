@@ -60,8 +60,6 @@ export type FieldError = components["schemas"]["FieldError"];
 export type ProblemCode = components["schemas"]["ProblemCode"];
 
 /** The keys of `T` whose properties are optional. */
-type OptionalKeys<T> = { [K in keyof T]-?: object extends Pick<T, K> ? K : never }[keyof T];
-
 /**
  * A request body as a caller writes it: every optional field, at any depth, also takes
  * `undefined`, which is left out of the JSON sent. So a project compiled with
@@ -70,7 +68,7 @@ type OptionalKeys<T> = { [K in keyof T]-?: object extends Pick<T, K> ? K : never
 export type Input<T> = T extends readonly unknown[]
   ? { [I in keyof T]: Input<T[I]> }
   : T extends object
-    ? { [K in keyof T]: K extends OptionalKeys<T> ? Input<Exclude<T[K], undefined>> | undefined : Input<T[K]> }
+    ? { [K in keyof T]: object extends Pick<T, K> ? Input<Exclude<T[K], undefined>> | undefined : Input<T[K]> }
     : T;
 
 export type { components, operations, paths };
