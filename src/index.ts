@@ -46,6 +46,7 @@ export {
   type ProblemBody,
   type ValidationIssue,
 } from "./errors/index.js";
+export { diskContents, osDiskLayoutOf, type DiskContents } from "./core/disks.js";
 export { redact, REDACTED } from "./core/redact.js";
 export { CLOCK_TOLERANCE_SECONDS, clockIsOff, clockWarning, describeClockOffset } from "./core/clock.js";
 export {

@@ -27,7 +27,7 @@ export interface DiskDraft {
   choice: DiskChoice;
   /** The typed wipe confirmation (the key again), for a disk that holds data. */
   confirm: string;
-  /** What holds data on it, in words; undefined for a blank disk. */
+  /** Why a wipe needs its key typed, in words (what holds data, or that it was not probed); undefined for a disk probed blank. */
   data: string | undefined;
   /** The system disk: fixed by the installer, shown but never assignable. */
   system: boolean;
