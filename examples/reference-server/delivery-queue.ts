@@ -172,6 +172,9 @@ export class DeliveryQueue {
       clusterId,
       settings,
       secrets: this.#context.secrets,
+      openBaoMode: this.#context.options.openBaoMode,
+      // Every node the reference server admits is hybrid, so it runs a control plane.
+      recipient: { controlPlane: true },
       openBaoNodeToken: `hvs.${randomHex(24)}`,
       caPem: ca.certPem,
       nodeCert: leaf.certPem,
@@ -179,7 +182,7 @@ export class DeliveryQueue {
       members: store.listMembers(),
       membershipGeneration: generation,
     });
-    const nodeYaml = buildNodeYaml({ nodeId, clusterId, assignment, settings });
+    const nodeYaml = buildNodeYaml({ nodeId, clusterId, assignment, settings, inventory: join.inventory ?? undefined });
     const now = Date.now();
     store.patchJoin(
       join.id,

@@ -69,7 +69,7 @@ describe("tokens and permissions", () => {
 });
 
 describe("join codes", () => {
-  it("mints with the defaults: 4 hours, the listener's endpoint, the code shown once", async () => {
+  it("mints with the defaults: 4 hours, the default endpoint, the code shown once", async () => {
     const minted = await mint(t.server);
     const { joinCode } = minted;
     expect(Date.parse(joinCode.expiresAt) - Date.parse(joinCode.createdAt)).toBe(4 * 3600_000);
@@ -87,6 +87,21 @@ describe("join codes", () => {
     const listed = await admin(t.server, "GET", "/v1/admin/cluster/join-codes", { operationId: "listJoinCodes" });
     expect(listed.body.items[0].id).toBe(joinCode.id);
     expect(JSON.stringify(listed.body)).not.toContain(parseJoinCode(minted.code).code.slice(2));
+  });
+
+  it("points a mint without an endpoint at the API VIP when the listener answers on it, else at the listener", async () => {
+    // The listener on every address of this machine, and the cluster's API VIP one of them.
+    const held = await startTestServer({ joinAddr: "[::]:0", cluster: { vips: { api: "::1" } } });
+    try {
+      const minted = await mint(held.server);
+      expect(minted.joinCode.endpoint).toBe(`[::1]:${held.server.joinPort}`);
+      expect(minted.url).toBe(`stratum-join://[::1]:${held.server.joinPort}/${minted.code}`);
+    } finally {
+      await held.dispose();
+    }
+    // The default cluster's VIP (192.0.2.240) is on no NIC of this loopback listener: a joiner
+    // dialling it would reach nothing, so the mint names the listener's own address.
+    expect((await mint(t.server)).joinCode.endpoint).toBe(`127.0.0.1:${t.server.joinPort}`);
   });
 
   it("names a given endpoint, the port implied", async () => {
