@@ -26,8 +26,11 @@ export {
   FINAL_JOIN_STATES,
   WAITING_JOIN_STATES,
   RUNNING_JOIN_STATES,
+  JOIN_ACTION_STATES,
   isFinalState,
   isJoinState,
+  joinAllows,
+  type JoinAction,
 } from "./core/join-states.js";
 export {
   StratumError,

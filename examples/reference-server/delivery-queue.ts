@@ -13,7 +13,14 @@
  * @module
  */
 
-import { FINAL_JOIN_STATES, RUNNING_JOIN_STATES, WAITING_JOIN_STATES, type JoinState, type Step } from "@stratum/join";
+import {
+  FINAL_JOIN_STATES,
+  RUNNING_JOIN_STATES,
+  WAITING_JOIN_STATES,
+  joinAllows,
+  type JoinState,
+  type Step,
+} from "@stratum/join";
 import { issueNodeCertificate, type ClusterCa } from "@stratum/join/server";
 import type { ClusterContext } from "./context.js";
 import { buildBundle, buildDelivery, buildNodeYaml, networkBindings, nodeLabels } from "./delivery.js";
@@ -105,7 +112,7 @@ export class DeliveryQueue {
     const { store } = this.#context;
     store.tx(() => {
       const join = this.#context.joinOr404(joinId);
-      if (!RUNNING_JOIN_STATES.includes(join.state)) {
+      if (!joinAllows(join.state, "fail")) {
         throw new HttpProblem(409, "JOIN_STATE_CONFLICT", {
           detail: `The join is ${join.state}; only a running join (delivering, installing) can be failed.`,
         });

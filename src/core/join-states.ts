@@ -47,3 +47,36 @@ export function isFinalState(state: JoinState): boolean {
 export function isJoinState(value: unknown): value is JoinState {
   return typeof value === "string" && (JOIN_STATES as readonly string[]).includes(value);
 }
+
+/**
+ * What an operator does to a join: `approve` it (or preview its approval), `reject` it, `fail`
+ * a running one, `retry` a failed one.
+ */
+export type JoinAction = "approve" | "reject" | "fail" | "retry";
+
+/**
+ * The states each {@link JoinAction} is allowed in, the one list the reference founder, the
+ * fake cluster of `@stratum/join/testing` and the console read (any other state: 409
+ * `JOIN_STATE_CONFLICT`):
+ *
+ * - `approve`: `pending`, and `failed` (queued again, as retry does). Not `needs-upgrade`: the
+ *   machine must register again on the cluster's release first (spec: "approving it is
+ *   refused, rejecting it is not").
+ * - `reject`: every state the join is not running or over in: `needs-upgrade`, `pending`,
+ *   `approved` and `failed`. A failed join holds its addresses and keeps the join listener
+ *   open until it is retried, so rejecting is how an operator ends one whose machine will
+ *   not come back.
+ * - `fail`: the running states, `delivering` and `installing`.
+ * - `retry`: `failed` only.
+ */
+export const JOIN_ACTION_STATES: Readonly<Record<JoinAction, readonly JoinState[]>> = {
+  approve: ["pending", "failed"],
+  reject: ["needs-upgrade", "pending", "approved", "failed"],
+  fail: RUNNING_JOIN_STATES,
+  retry: ["failed"],
+};
+
+/** True when a join in `state` allows `action` ({@link JOIN_ACTION_STATES}). */
+export function joinAllows(state: JoinState, action: JoinAction): boolean {
+  return JOIN_ACTION_STATES[action].includes(state);
+}

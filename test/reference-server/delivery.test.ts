@@ -7,7 +7,6 @@ import { afterEach, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { bundleSecrets, type ClusterSecrets } from "../../examples/reference-server/delivery.js";
 import type { StoredAssignment } from "../../examples/reference-server/rows.js";
-import type { Delivery } from "../../src/types.js";
 import { eventually, insertJoinRow, sampleInventory, startTestServer, type TestServer } from "./helpers.js";
 
 let t: TestServer | undefined;
@@ -27,14 +26,15 @@ const ASSIGNMENT: StoredAssignment = {
 async function delivered(
   server: TestServer["server"],
   overrides: Parameters<typeof insertJoinRow>[1] = {},
-): Promise<Delivery> {
+): Promise<{ nodeYaml: string; bundle: Record<string, any> }> {
   const id = insertJoinRow(server, {
     state: "approved",
     nodeId: `n-test${String(nodes++).padStart(4, "0")}`,
     assignment: ASSIGNMENT,
     ...overrides,
   });
-  return eventually(() => server.store.getJoin(id)?.delivery ?? undefined);
+  const delivery = await eventually(() => server.store.getJoin(id)?.delivery);
+  return delivery as { nodeYaml: string; bundle: Record<string, any> };
 }
 
 describe("the OpenBao unseal key", () => {

@@ -7,7 +7,7 @@
 
 import {
   diskContents,
-  RUNNING_JOIN_STATES,
+  joinAllows,
   type DiskContents,
   type Inventory,
   type JoinState,
@@ -172,27 +172,27 @@ export const STATE_WORDS: Record<JoinState, string> = {
   expired: "Expired",
 };
 
-/** Only a `pending` join, or a `failed` one (approval queues it again), can be approved (spec: approveNodeJoin). */
+/** Whether the card offers Approve: the founder's own rule (`joinAllows`, spec: approveNodeJoin). */
 export function canApprove(state: JoinState): boolean {
-  return state === "pending" || state === "failed";
+  return joinAllows(state, "approve");
 }
 
-/** Any join that has not started delivering can be rejected, `needs-upgrade` included (spec: rejectNodeJoin). */
+/** Whether the card offers Reject (spec: rejectNodeJoin): a join not running or over, `needs-upgrade` and `failed` included. */
 export function canReject(state: JoinState): boolean {
-  return state === "needs-upgrade" || state === "pending" || state === "approved";
+  return joinAllows(state, "reject");
 }
 
 /**
- * A running join (`delivering`, `installing`) can be failed by an operator, for a machine that
- * will not report again (spec: failNodeJoin).
+ * Whether the card offers Fail: a running join (`delivering`, `installing`), for a machine
+ * that will not report again (spec: failNodeJoin).
  */
 export function canFail(state: JoinState): boolean {
-  return RUNNING_JOIN_STATES.includes(state);
+  return joinAllows(state, "fail");
 }
 
-/** Only a failed join can be retried: queued again with the assignment it had (spec: retryNodeJoin). */
+/** Whether the card offers Retry: a failed join, queued again with the assignment it had (spec: retryNodeJoin). */
 export function canRetry(state: JoinState): boolean {
-  return state === "failed";
+  return joinAllows(state, "retry");
 }
 
 /** How far an install has come: the step running now, out of the steps the machine reported. */
