@@ -387,8 +387,11 @@ export interface paths {
         put?: never;
         /**
          * Reject a machine, with a reason.
-         * @description A rejected machine's key is refused from then on (409 `REGISTRATION_REJECTED`). Any join
-         *     that has not started delivering can be rejected, `needs-upgrade` included. Audited
+         * @description A rejected machine's key is refused from then on (409 `REGISTRATION_REJECTED`). A join
+         *     that is not running or over can be rejected: `needs-upgrade`, `pending`, `approved` and
+         *     `failed` (a failed join holds its addresses and keeps the join listener open until it is
+         *     retried or rejected). A `delivering` or `installing` join is failed first
+         *     (`failNodeJoin`); any other state is 409 `JOIN_STATE_CONFLICT`. Audited
          *     (`cluster.join.rejected`). Gates on `ha:ApproveNodeJoin`.
          */
         post: operations["rejectNodeJoin"];
@@ -1206,7 +1209,12 @@ export interface components {
         };
         /** @description One step of a join, as the joiner reported it. */
         Step: {
-            /** @description The step's name: a firstboot phase (storage), a join step (join/patroni), upgrade or upgrade/<step>, or join. */
+            /**
+             * @description The step's name: a firstboot phase (storage), a join step (join/patroni), upgrade or
+             *     upgrade/<step>, or join. `stalled` and `operator` are the founder's own names for a
+             *     join it or an operator failed (NodeJoin.failedStep), never a joiner's: a progress
+             *     report naming a step so is refused (400 `INVALID_INPUT` at `steps[i].name`).
+             */
             name: string;
             /** @description What a person is told the step is, e.g. "Joining the OpenBao raft". */
             title: string;
@@ -1505,6 +1513,27 @@ export interface components {
             /** @description What the copy could not match and left for the operator. */
             readonly copyNotes?: string[];
         };
+        /**
+         * @description The assignment an approval asks for: an `Assignment`, except that `role` takes any node
+         *     role. Only `hybrid` is approved (an `Assignment`'s role is always `hybrid`); any other
+         *     role is refused at `role` (409 `JOIN_APPROVAL_REFUSED`): those nodes are not supported
+         *     yet. So an operator who asks for one learns why, at its field, instead of a schema
+         *     error. `copiedFrom` and `copyNotes` are the founder's to say, and ignored.
+         */
+        ApprovalAssignment: {
+            name?: components["schemas"]["Assignment"]["name"];
+            /** @description The role asked for. Default hybrid; any other is refused at role. */
+            role?: components["schemas"]["NodeRole"];
+            rack?: components["schemas"]["Assignment"]["rack"];
+            az?: components["schemas"]["Assignment"]["az"];
+            mgmt?: components["schemas"]["MgmtLink"];
+            links?: components["schemas"]["Assignment"]["links"];
+            disks?: components["schemas"]["Assignment"]["disks"];
+            ntpServers?: components["schemas"]["Assignment"]["ntpServers"];
+            provider?: components["schemas"]["ProviderUplink"];
+            copiedFrom?: components["schemas"]["Assignment"]["copiedFrom"];
+            copyNotes?: components["schemas"]["Assignment"]["copyNotes"];
+        };
         /** @description The mgmt link. Default: the joiner's NIC holding the address it registered from, and that address. */
         MgmtLink: {
             interface?: string;
@@ -1598,7 +1627,7 @@ export interface components {
         };
         /** @description An approval. With neither field, the assignment is all defaults. */
         Approval: {
-            assignment?: components["schemas"]["Assignment"];
+            assignment?: components["schemas"]["ApprovalAssignment"];
             /** @description A member's node id whose assignment is copied, matched on this machine; what does not match is listed in the answer's assignment.copyNotes. Fields of assignment override the copy. */
             copyFrom?: string;
         };

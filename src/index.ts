@@ -27,10 +27,13 @@ export {
   WAITING_JOIN_STATES,
   RUNNING_JOIN_STATES,
   JOIN_ACTION_STATES,
+  FOUNDER_STEP_NAMES,
   isFinalState,
+  isFounderStepName,
   isJoinState,
   joinAllows,
   type JoinAction,
+  type FounderStepName,
 } from "./core/join-states.js";
 export {
   StratumError,

@@ -18,6 +18,7 @@ import {
   RUNNING_JOIN_STATES,
   WAITING_JOIN_STATES,
   joinAllows,
+  type FounderStepName,
   type JoinState,
   type Step,
 } from "@stratum/join";
@@ -98,7 +99,7 @@ export class DeliveryQueue {
       // Read again inside the transaction: a report may have arrived since.
       const due = this.#running().filter(silent);
       const failure: Failure = {
-        failedStep: "stalled",
+        failedStep: "stalled" satisfies FounderStepName,
         failedStepTitle: "No progress report",
         failedError: `no progress report for ${duration(deadline)}; the founder failed the join (retry it once the machine is back)`,
       };
@@ -117,7 +118,8 @@ export class DeliveryQueue {
           detail: `The join is ${join.state}; only a running join (delivering, installing) can be failed.`,
         });
       }
-      this.#fail(join, { failedStep: "operator", failedStepTitle: `Failed by ${actor}`, failedError: reason }, actor);
+      const failedStep: FounderStepName = "operator";
+      this.#fail(join, { failedStep, failedStepTitle: `Failed by ${actor}`, failedError: reason }, actor);
     });
   }
 

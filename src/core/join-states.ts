@@ -80,3 +80,21 @@ export const JOIN_ACTION_STATES: Readonly<Record<JoinAction, readonly JoinState[
 export function joinAllows(state: JoinState, action: JoinAction): boolean {
   return JOIN_ACTION_STATES[action].includes(state);
 }
+
+/**
+ * The two `failedStep` names that are the founder's own, not a step a joiner reported:
+ * `stalled` (the joiner was silent past the stall deadline, and the founder failed the join)
+ * and `operator` (an operator failed it, `failedError` the reason). Every other `failedStep` is
+ * a step "as the joiner named it" (spec: NodeJoin.failedStep), so a founder refuses a progress
+ * report that names a step so (400 `INVALID_INPUT` at `steps[i].name`): the two can never be
+ * told apart otherwise.
+ */
+export const FOUNDER_STEP_NAMES = ["stalled", "operator"] as const;
+
+/** One of {@link FOUNDER_STEP_NAMES}. */
+export type FounderStepName = (typeof FOUNDER_STEP_NAMES)[number];
+
+/** True for a step name only the founder gives ({@link FOUNDER_STEP_NAMES}). */
+export function isFounderStepName(name: string): boolean {
+  return (FOUNDER_STEP_NAMES as readonly string[]).includes(name);
+}

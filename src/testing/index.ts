@@ -150,7 +150,17 @@ export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[]
     if (!join) return { ok: false, refusal: notFound("join") };
     if (!joinAllows(join.state, "approve")) return { ok: false, refusal: conflict(join, "approved") };
     const body: Schemas["Approval"] = (await request.json().catch(() => undefined)) ?? {};
-    return { ok: true, join, assignment: { role: "hybrid" as const, name: join.hostname, ...body.assignment } };
+    const { role = "hybrid", ...rest } = body.assignment ?? {};
+    // As the founder: an approval may ask for any node role, and every one but hybrid is refused at `role`.
+    if (role !== "hybrid")
+      return {
+        ok: false,
+        refusal: problemResponse(409, "JOIN_APPROVAL_REFUSED", {
+          title: "Approval refused",
+          errors: [{ field: "role", message: `${role} nodes are not supported yet; every joiner is hybrid` }],
+        }),
+      };
+    return { ok: true, join, assignment: { name: join.hostname, ...rest, role } };
   };
 
   return [

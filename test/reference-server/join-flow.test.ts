@@ -217,14 +217,7 @@ describe("a join from mint to joined", () => {
     const members = await admin(server, "GET", "/v1/admin/cluster/members", { operationId: "listClusterMembers" });
     expect(members.body.items).toHaveLength(1);
 
-    expect(
-      (
-        await admin(server, "POST", `/v1/admin/cluster/joins/${joinId}/reject`, {
-          body: { reason: "late" },
-          operationId: "rejectNodeJoin",
-        })
-      ).status,
-    ).toBe(409);
+    // (A failed join may also be rejected: join-actions.test.ts.)
     const retried = await admin(server, "POST", `/v1/admin/cluster/joins/${joinId}/retry`, {
       operationId: "retryNodeJoin",
     });

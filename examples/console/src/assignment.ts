@@ -103,11 +103,11 @@ export function approvalFromDraft(draft: ApprovalDraft): Approval {
   }));
   const name = value("name");
   const role = value("role");
-  const assignment: Assignment = {
+  const assignment: ApiSchemas["ApprovalAssignment"] = {
     ...(name ? { name } : {}),
-    // The spec's Assignment.role lists only hybrid; another role is sent as chosen so that the
-    // founder's refusal at `role` tells the operator why, rather than the page guessing.
-    ...(role ? { role: role as Assignment["role"] } : {}),
+    // An approval may ask for any node role (spec: ApprovalAssignment); another than hybrid is
+    // sent as chosen so that the founder's refusal at `role` tells the operator why.
+    ...(role ? { role: role as NodeRole } : {}),
     ...(Object.keys(mgmt).length ? { mgmt } : {}),
     ...(disks.length ? { disks } : {}),
   };
