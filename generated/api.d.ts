@@ -1914,6 +1914,42 @@ export interface components {
             };
         };
         /**
+         * @description The request did not arrive in time (`INVALID_INPUT`): any operation, answered before it
+         *     runs. The connection is closed.
+         */
+        RequestTimeout: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The request's `Expect` header asks for something other than `100-continue`
+         *     (`INVALID_INPUT`): any operation, answered before it runs.
+         */
+        ExpectationFailed: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The request's header block is larger than the server reads, 16 KiB (`INVALID_INPUT`):
+         *     any operation, answered before it runs. The connection is closed.
+         */
+        HeaderFieldsTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
          * @description The request body is not `application/json` (optionally `; charset=utf-8`), or it carries
          *     a `Content-Encoding` other than `identity` (`UNSUPPORTED_MEDIA_TYPE`).
          */
@@ -2002,8 +2038,11 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             /**
              * @description Wait `Retry-After` seconds and send a new KE1 (on a new connection or the same one):
              *
@@ -2088,9 +2127,12 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2247,9 +2289,12 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2291,7 +2336,10 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2322,9 +2370,12 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2376,9 +2427,12 @@ export interface operations {
                 };
             };
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             416: components["responses"]["RangeNotSatisfiable"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2416,6 +2470,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description The registration is not `needs-upgrade`. */
             409: {
                 headers: {
@@ -2423,6 +2478,8 @@ export interface operations {
                 };
                 content?: never;
             };
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             /** @description Too many files at once (`RELEASE_BUSY`), or an upgrade in progress. */
             503: {
                 headers: {
@@ -2453,6 +2510,9 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
         };
     };
     mintJoinCode: {
@@ -2487,8 +2547,11 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2516,6 +2579,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2555,6 +2621,9 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
         };
     };
     getNodeJoin: {
@@ -2581,6 +2650,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
         };
     };
     approveNodeJoin: {
@@ -2637,8 +2709,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2678,8 +2753,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
         };
     };
     rejectNodeJoin: {
@@ -2711,8 +2789,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2740,7 +2821,10 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2778,8 +2862,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2803,6 +2890,9 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
         };
     };
     getClusterNetworks: {
@@ -2825,6 +2915,9 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
         };
     };
     rotateClusterCa: {
@@ -2847,6 +2940,9 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2875,7 +2971,10 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
