@@ -102,8 +102,8 @@ export interface paths {
         put?: never;
         /**
          * Register a machine to join the cluster (join listener only).
-         * @description Served only on the join listener (TLS, port 9444, open while a join code is live), never
-         *     on the API. No session: the proof of the code (the KE3 of a `POST /v1/join/pake` exchange
+         * @description Served only on the join listener (TLS, port 9444, open while a join code is live or a
+         *     registration is not final), never on the API. No session: the proof of the code (the KE3 of a `POST /v1/join/pake` exchange
          *     on this connection) authenticates the call, and the TLS client certificate is the
          *     machine's key, which every later call is pinned to.
          *
@@ -114,8 +114,11 @@ export interface paths {
          *     the cluster's release and its ISO path); a key whose registration was rejected (409
          *     `REGISTRATION_REJECTED`); more than 16 registrations waiting, or too many from one
          *     address (429 `RATE_LIMITED`); an upgrade in progress (503 `UPGRADE_IN_PROGRESS`, retry
-         *     later). The same key registering again gets its registration back (200). Nothing secret
-         *     is returned: the pairing code is derived from the key and the PAKE session.
+         *     later). The same key registering again gets its registration back (200), with the
+         *     pairing code it got at its creation; unless that registration expired: the key then gets
+         *     a new one (201, `pending` or `needs-upgrade`), since an expired join can never be
+         *     approved, and the expired one stays on the list as it was. Nothing secret is returned:
+         *     the pairing code is derived from the key and the PAKE session.
          */
         post: operations["registerJoin"];
         delete?: never;
@@ -237,7 +240,11 @@ export interface paths {
          *     Reusable until it expires (4 hours by default, at most 7 days) or is revoked. While any
          *     code is live, every control-plane member opens the join listener (TLS, port 9444, a
          *     cluster-CA certificate for its addresses and the API VIP); it closes when the last one
-         *     expires or is revoked. Audited (`cluster.join_code.minted`). Gates on `ha:MintJoinToken`.
+         *     expires or is revoked and no registration still needs it. A registration that is not
+         *     final (`joined`, `rejected`, `expired`) keeps it open: a machine registered with a code
+         *     that has since ended still reports its progress, watches its registration and receives
+         *     its delivery on it (a waiting join may be approved up to 24 hours after its code
+         *     expired). Audited (`cluster.join_code.minted`). Gates on `ha:MintJoinToken`.
          */
         post: operations["mintJoinCode"];
         delete?: never;
@@ -2224,7 +2231,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description This key's existing registration. */
+            /** @description This key's existing registration (not an expired one, which gets a new registration, 201). */
             200: {
                 headers: {
                     "Join-Binding": components["headers"]["JoinBinding"];
@@ -2270,7 +2277,7 @@ export interface operations {
                     "application/json": components["schemas"]["Registration"];
                 };
             };
-            /** @description Registered; waiting for approval. */
+            /** @description Registered (a new key, or a key whose registration expired); waiting for approval. */
             201: {
                 headers: {
                     "Join-Binding": components["headers"]["JoinBinding"];

@@ -236,6 +236,20 @@ describe("a join from mint to joined", () => {
     ).toBe(409);
   });
 
+  it("gives a key whose registration expired a new registration (201), not the expired one back", async () => {
+    const minted = await mint(t.server);
+    const joiner = await TestJoiner.create(t.server);
+    const first = (await joiner.register(minted.code)).response.json as any;
+    t.server.store.tx(() => t.server.store.patchJoin(first.joinId, { state: "expired" }));
+    const again = await TestJoiner.with(t.server, joiner.identity).register(minted.code);
+    expect(again.response.status).toBe(201);
+    const second = again.response.json as any;
+    expect(second.joinId).not.toBe(first.joinId);
+    expect(second.state).toBe("pending");
+    // The expired one stays as it was, for the record.
+    expect(t.server.store.getJoin(first.joinId)!.state).toBe("expired");
+  });
+
   it("rejects a machine, whose key is refused from then on", async () => {
     const { server } = t;
     const minted = await mint(server);
