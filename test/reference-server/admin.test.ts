@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PERMISSIONS, type Permission } from "../../examples/reference-server/auth.js";
 import { CROCKFORD_ALPHABET } from "../../src/core/base32.js";
 import { parseJoinCode } from "../../src/core/join-code.js";
-import { admin, expectSpec, mint, startTestServer, type TestServer } from "./helpers.js";
+import { admin, expectSpec, insertJoinRow, mint, startTestServer, type TestServer } from "./helpers.js";
 
 let t: TestServer;
 beforeAll(async () => {
@@ -170,6 +170,25 @@ describe("join codes", () => {
     });
     expect(answer.status).toBe(404);
     expect(answer.body.code).toBe("NOT_FOUND");
+  });
+});
+
+describe("joins", () => {
+  it("lists joins and join codes newest first, the list without log tails, one join with its log tail", async () => {
+    const older = insertJoinRow(t.server);
+    const newer = insertJoinRow(t.server);
+    t.server.store.tx(() => t.server.store.appendLog(newer, ["10:00 preparing disks"], 2000));
+    const list = await admin(t.server, "GET", "/v1/admin/cluster/joins", { operationId: "listNodeJoins" });
+    const ids = list.body.items.map((j: any) => j.id);
+    expect(ids.indexOf(newer)).toBeLessThan(ids.indexOf(older));
+    expect(list.body.items.every((j: any) => j.logTail === undefined)).toBe(true);
+    const one = await admin(t.server, "GET", `/v1/admin/cluster/joins/${newer}`, { operationId: "getNodeJoin" });
+    expect(one.body.logTail).toEqual(["10:00 preparing disks"]);
+    const a = await mint(t.server);
+    const b = await mint(t.server);
+    const codes = await admin(t.server, "GET", "/v1/admin/cluster/join-codes", { operationId: "listJoinCodes" });
+    const codeIds = codes.body.items.map((c: any) => c.id);
+    expect(codeIds.indexOf(b.joinCode.id)).toBeLessThan(codeIds.indexOf(a.joinCode.id));
   });
 });
 

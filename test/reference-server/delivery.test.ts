@@ -111,3 +111,49 @@ describe("node.yaml", () => {
     expect(parse((await delivered(t.server, { inventory: whole })).nodeYaml).storage.os_disk_layout).toBe("whole-disk");
   });
 });
+
+describe("the bundle", () => {
+  it("carries the cluster's identity as the founder has it, for the joiner to adopt", async () => {
+    // An empty upstream list is a value (resolve from the root servers), not an omission.
+    t = await startTestServer({ cluster: { dnsUpstreamServers: [], region: "eu-2", adminEmail: "ops@example.com" } });
+    const { bundle } = await delivered(t.server);
+    const { settings } = t.server.cluster;
+    expect(bundle).toMatchObject({
+      clusterId: t.server.cluster.clusterId,
+      role: "hybrid",
+      parentDomain: settings.parentDomain,
+      region: "eu-2",
+      adminEmail: "ops@example.com",
+      vips: settings.vips,
+    });
+    expect(bundle.dnsUpstreamServers).toEqual([]);
+    // A bridged cluster has no floating-IP next hop.
+    expect(bundle.vips).not.toHaveProperty("providerGw");
+    // The AES-256 key as 64 hex characters.
+    expect(bundle.dnsEncryptionKey).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it("keys each node's AZ in az, never in its labels, and sends no boot state it did not probe", async () => {
+    t = await startTestServer();
+    const { bundle } = await delivered(t.server, { assignment: { ...ASSIGNMENT, rack: "r3", az: "az-b" } });
+    const self = bundle.nodes.find((n: any) => n.nodeId === bundle.nodes.at(-1).nodeId);
+    expect(self).toMatchObject({ az: "az-b", labels: { "topology.rack": "r3" } });
+    expect(self.labels).not.toHaveProperty("topology.az");
+    // The reference cluster wires no boot-health probe (spec: "Omitted when … not wired").
+    for (const node of bundle.nodes) expect(node).not.toHaveProperty("bootState");
+    // The founder first, this node last: members in join order.
+    expect(bundle.nodes[0].nodeId).toBe(t.server.store.listMembers()[0]!.nodeId);
+  });
+
+  it("mints an OpenBao node token for each joiner", async () => {
+    t = await startTestServer();
+    const first = (await delivered(t.server)).bundle.openBaoNodeToken;
+    t.server.store.tx(() => {
+      for (const j of t!.server.store.listJoins()) t!.server.store.patchJoin(j.id, { state: "joined", delivery: null });
+    });
+    const second = (await delivered(t.server, { assignment: { ...ASSIGNMENT, name: "node-3" } })).bundle
+      .openBaoNodeToken;
+    expect(first).toEqual(expect.any(String));
+    expect(second).not.toBe(first);
+  });
+});
