@@ -233,6 +233,9 @@ describe("bodies the admin API refuses", () => {
     const unknown = await admin(t.server, "GET", "/v1/admin/nothing");
     expect(unknown.status).toBe(404);
     expect(unknown.headers.get("content-type")).toBe("application/problem+json");
+    // The join listener's calls are served there alone, never on the API.
+    for (const path of ["/v1/join/pake", "/v1/join/registrations", "/v1/join/code-checks"])
+      expect((await admin(t.server, "POST", path, { body: {} })).status, path).toBe(404);
     const method = await admin(t.server, "PATCH", "/v1/admin/cluster/joins");
     expect(method.status).toBe(405);
     expect(method.headers.get("allow")).toBe("GET");

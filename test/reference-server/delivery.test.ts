@@ -140,7 +140,9 @@ describe("the bundle", () => {
     expect(self).toMatchObject({ az: "az-b", labels: { "topology.rack": "r3" } });
     expect(self.labels).not.toHaveProperty("topology.az");
     // The reference cluster wires no boot-health probe (spec: "Omitted when … not wired").
-    for (const node of bundle.nodes) expect(node).not.toHaveProperty("bootState");
+    for (const node of bundle.nodes)
+      for (const field of ["bootState", "bootPhase", "bootElapseMs", "readyAfterMs"])
+        expect(node).not.toHaveProperty(field);
     // The founder first, this node last: members in join order.
     expect(bundle.nodes[0].nodeId).toBe(t.server.store.listMembers()[0]!.nodeId);
   });
