@@ -88,6 +88,7 @@ export type {
   Assignment,
   Link,
   DiskAssignment,
+  ApprovalAssignment,
   Approval,
   Step,
   ProgressReport,

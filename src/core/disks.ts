@@ -20,7 +20,21 @@ import type { Disk, Inventory } from "../types.js";
  *
  * Only `blank` may be given a role without the wipe confirmation.
  */
-export type DiskContents = { state: "blank" } | { state: "data"; what: string } | { state: "unknown" };
+export type DiskContents =
+  | {
+      /** Probed, and nothing holds data on it. */
+      state: "blank";
+    }
+  | {
+      /** Something holds data on it. */
+      state: "data";
+      /** What holds data, for a person ("filesystem (ext4) on sda1"). */
+      what: string;
+    }
+  | {
+      /** Not probed: it may hold data. */
+      state: "unknown";
+    };
 
 /** What `disk` holds ({@link DiskContents}); an unprobed disk is `unknown`, never `blank`. */
 export function diskContents(disk: Disk): DiskContents {

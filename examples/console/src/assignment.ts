@@ -9,7 +9,7 @@
  * @module
  */
 
-import type { ApiSchemas, Approval, Assignment, DiskAssignment, NodeJoin } from "@stratum/join";
+import type { ApiSchemas, Approval, ApprovalAssignment, Assignment, DiskAssignment, NodeJoin } from "@stratum/join";
 import { diskData, isRealNic } from "./format.js";
 
 /** Every node role the API names; the founder refuses all but `hybrid` at `role` for now (spec: Assignment.role). */
@@ -103,7 +103,7 @@ export function approvalFromDraft(draft: ApprovalDraft): Approval {
   }));
   const name = value("name");
   const role = value("role");
-  const assignment: ApiSchemas["ApprovalAssignment"] = {
+  const assignment: ApprovalAssignment = {
     ...(name ? { name } : {}),
     // An approval may ask for any node role (spec: ApprovalAssignment); another than hybrid is
     // sent as chosen so that the founder's refusal at `role` tells the operator why.
