@@ -102,8 +102,8 @@ export interface paths {
         put?: never;
         /**
          * Register a machine to join the cluster (join listener only).
-         * @description Served only on the join listener (TLS, port 9444, open while a join code is live), never
-         *     on the API. No session: the proof of the code (the KE3 of a `POST /v1/join/pake` exchange
+         * @description Served only on the join listener (TLS, port 9444, open while a join code is live or a
+         *     registration is not final), never on the API. No session: the proof of the code (the KE3 of a `POST /v1/join/pake` exchange
          *     on this connection) authenticates the call, and the TLS client certificate is the
          *     machine's key, which every later call is pinned to.
          *
@@ -114,8 +114,11 @@ export interface paths {
          *     the cluster's release and its ISO path); a key whose registration was rejected (409
          *     `REGISTRATION_REJECTED`); more than 16 registrations waiting, or too many from one
          *     address (429 `RATE_LIMITED`); an upgrade in progress (503 `UPGRADE_IN_PROGRESS`, retry
-         *     later). The same key registering again gets its registration back (200). Nothing secret
-         *     is returned: the pairing code is derived from the key and the PAKE session.
+         *     later). The same key registering again gets its registration back (200), with the
+         *     pairing code it got at its creation; unless that registration expired: the key then gets
+         *     a new one (201, `pending` or `needs-upgrade`), since an expired join can never be
+         *     approved, and the expired one stays on the list as it was. Nothing secret is returned:
+         *     the pairing code is derived from the key and the PAKE session.
          */
         post: operations["registerJoin"];
         delete?: never;
@@ -237,7 +240,11 @@ export interface paths {
          *     Reusable until it expires (4 hours by default, at most 7 days) or is revoked. While any
          *     code is live, every control-plane member opens the join listener (TLS, port 9444, a
          *     cluster-CA certificate for its addresses and the API VIP); it closes when the last one
-         *     expires or is revoked. Audited (`cluster.join_code.minted`). Gates on `ha:MintJoinToken`.
+         *     expires or is revoked and no registration still needs it. A registration that is not
+         *     final (`joined`, `rejected`, `expired`) keeps it open: a machine registered with a code
+         *     that has since ended still reports its progress, watches its registration and receives
+         *     its delivery on it (a waiting join may be approved up to 24 hours after its code
+         *     expired). Audited (`cluster.join_code.minted`). Gates on `ha:MintJoinToken`.
          */
         post: operations["mintJoinCode"];
         delete?: never;
@@ -387,8 +394,11 @@ export interface paths {
         put?: never;
         /**
          * Reject a machine, with a reason.
-         * @description A rejected machine's key is refused from then on (409 `REGISTRATION_REJECTED`). Any join
-         *     that has not started delivering can be rejected, `needs-upgrade` included. Audited
+         * @description A rejected machine's key is refused from then on (409 `REGISTRATION_REJECTED`). A join
+         *     that is not running or over can be rejected: `needs-upgrade`, `pending`, `approved` and
+         *     `failed` (a failed join holds its addresses and keeps the join listener open until it is
+         *     retried or rejected). A `delivering` or `installing` join is failed first
+         *     (`failNodeJoin`); any other state is 409 `JOIN_STATE_CONFLICT`. Audited
          *     (`cluster.join.rejected`). Gates on `ha:ApproveNodeJoin`.
          */
         post: operations["rejectNodeJoin"];
@@ -1206,7 +1216,12 @@ export interface components {
         };
         /** @description One step of a join, as the joiner reported it. */
         Step: {
-            /** @description The step's name: a firstboot phase (storage), a join step (join/patroni), upgrade or upgrade/<step>, or join. */
+            /**
+             * @description The step's name: a firstboot phase (storage), a join step (join/patroni), upgrade or
+             *     upgrade/<step>, or join. `stalled` and `operator` are the founder's own names for a
+             *     join it or an operator failed (NodeJoin.failedStep), never a joiner's: a progress
+             *     report naming a step so is refused (400 `INVALID_INPUT` at `steps[i].name`).
+             */
             name: string;
             /** @description What a person is told the step is, e.g. "Joining the OpenBao raft". */
             title: string;
@@ -1505,6 +1520,27 @@ export interface components {
             /** @description What the copy could not match and left for the operator. */
             readonly copyNotes?: string[];
         };
+        /**
+         * @description The assignment an approval asks for: an `Assignment`, except that `role` takes any node
+         *     role. Only `hybrid` is approved (an `Assignment`'s role is always `hybrid`); any other
+         *     role is refused at `role` (409 `JOIN_APPROVAL_REFUSED`): those nodes are not supported
+         *     yet. So an operator who asks for one learns why, at its field, instead of a schema
+         *     error. `copiedFrom` and `copyNotes` are the founder's to say, and ignored.
+         */
+        ApprovalAssignment: {
+            name?: components["schemas"]["Assignment"]["name"];
+            /** @description The role asked for. Default hybrid; any other is refused at role. */
+            role?: components["schemas"]["NodeRole"];
+            rack?: components["schemas"]["Assignment"]["rack"];
+            az?: components["schemas"]["Assignment"]["az"];
+            mgmt?: components["schemas"]["MgmtLink"];
+            links?: components["schemas"]["Assignment"]["links"];
+            disks?: components["schemas"]["Assignment"]["disks"];
+            ntpServers?: components["schemas"]["Assignment"]["ntpServers"];
+            provider?: components["schemas"]["ProviderUplink"];
+            copiedFrom?: components["schemas"]["Assignment"]["copiedFrom"];
+            copyNotes?: components["schemas"]["Assignment"]["copyNotes"];
+        };
         /** @description The mgmt link. Default: the joiner's NIC holding the address it registered from, and that address. */
         MgmtLink: {
             interface?: string;
@@ -1598,7 +1634,7 @@ export interface components {
         };
         /** @description An approval. With neither field, the assignment is all defaults. */
         Approval: {
-            assignment?: components["schemas"]["Assignment"];
+            assignment?: components["schemas"]["ApprovalAssignment"];
             /** @description A member's node id whose assignment is copied, matched on this machine; what does not match is listed in the answer's assignment.copyNotes. Fields of assignment override the copy. */
             copyFrom?: string;
         };
@@ -1885,6 +1921,42 @@ export interface components {
             };
         };
         /**
+         * @description The request did not arrive in time (`INVALID_INPUT`): any operation, answered before it
+         *     runs. The connection is closed.
+         */
+        RequestTimeout: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The request's `Expect` header asks for something other than `100-continue`
+         *     (`INVALID_INPUT`): any operation, answered before it runs.
+         */
+        ExpectationFailed: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The request's header block is larger than the server reads, 16 KiB (`INVALID_INPUT`):
+         *     any operation, answered before it runs. The connection is closed.
+         */
+        HeaderFieldsTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
          * @description The request body is not `application/json` (optionally `; charset=utf-8`), or it carries
          *     a `Content-Encoding` other than `identity` (`UNSUPPORTED_MEDIA_TYPE`).
          */
@@ -1973,8 +2045,11 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             /**
              * @description Wait `Retry-After` seconds and send a new KE1 (on a new connection or the same one):
              *
@@ -2059,9 +2134,12 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2153,7 +2231,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description This key's existing registration. */
+            /** @description This key's existing registration (not an expired one, which gets a new registration, 201). */
             200: {
                 headers: {
                     "Join-Binding": components["headers"]["JoinBinding"];
@@ -2199,7 +2277,7 @@ export interface operations {
                     "application/json": components["schemas"]["Registration"];
                 };
             };
-            /** @description Registered; waiting for approval. */
+            /** @description Registered (a new key, or a key whose registration expired); waiting for approval. */
             201: {
                 headers: {
                     "Join-Binding": components["headers"]["JoinBinding"];
@@ -2218,9 +2296,12 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2262,7 +2343,10 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2293,9 +2377,12 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2347,9 +2434,12 @@ export interface operations {
                 };
             };
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             416: components["responses"]["RangeNotSatisfiable"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2387,6 +2477,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description The registration is not `needs-upgrade`. */
             409: {
                 headers: {
@@ -2394,6 +2485,8 @@ export interface operations {
                 };
                 content?: never;
             };
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             /** @description Too many files at once (`RELEASE_BUSY`), or an upgrade in progress. */
             503: {
                 headers: {
@@ -2424,6 +2517,9 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
         };
     };
     mintJoinCode: {
@@ -2458,8 +2554,11 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2487,6 +2586,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2526,6 +2628,9 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
         };
     };
     getNodeJoin: {
@@ -2552,6 +2657,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
         };
     };
     approveNodeJoin: {
@@ -2608,8 +2716,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2649,8 +2760,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
         };
     };
     rejectNodeJoin: {
@@ -2682,8 +2796,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2711,7 +2828,10 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2749,8 +2869,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2774,6 +2897,9 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
         };
     };
     getClusterNetworks: {
@@ -2796,6 +2922,9 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
         };
     };
     rotateClusterCa: {
@@ -2818,6 +2947,9 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2846,7 +2978,10 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };

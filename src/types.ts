@@ -38,6 +38,8 @@ export type Assignment = components["schemas"]["Assignment"];
 export type Link = components["schemas"]["Link"];
 /** What a joiner's disk becomes. */
 export type DiskAssignment = components["schemas"]["DiskAssignment"];
+/** The assignment an approval asks for: an {@link Assignment} whose role may be any node role (all but `hybrid` are refused at `role`). */
+export type ApprovalAssignment = components["schemas"]["ApprovalAssignment"];
 /** An approval: an assignment, or a member to copy one from. */
 export type Approval = components["schemas"]["Approval"];
 /** One step of a join, as the joiner reported it. */

@@ -7,7 +7,7 @@
 
 import { authorize } from "./auth.js";
 import type { Cluster } from "./cluster.js";
-import { HttpProblem, Router, parseBody, readJson, sendJson, type RequestContext } from "./http.js";
+import { HttpProblem, Router, parseBody, readJson, readOptionalJson, sendJson, type RequestContext } from "./http.js";
 import { jsonEtag, matches, waitForChange, waitSecondsOf } from "./long-poll.js";
 import {
   ApprovalSchema,
@@ -47,7 +47,7 @@ function joinCodeRoutes(router: Router, deps: AdminDeps): void {
 
   router.add("POST", "/v1/admin/cluster/join-codes", async (ctx) => {
     const who = authorize(store, ctx, "ha:MintJoinToken");
-    const body = parseBody(JoinCodeRequestSchema, (await readJson(ctx, deps.bodyBytes)) ?? {});
+    const body = parseBody(JoinCodeRequestSchema, await readOptionalJson(ctx, deps.bodyBytes));
     const minted = await cluster.mintCode(who.name, body, deps.defaultEndpoint());
     await deps.ensureListener();
     sendJson(ctx, 201, minted);
@@ -99,7 +99,7 @@ function joinRoutes(router: Router, deps: AdminDeps): void {
 
   router.add("POST", "/v1/admin/cluster/joins/:joinId/approve", async (ctx) => {
     const who = authorize(store, ctx, "ha:ApproveNodeJoin");
-    const body = parseBody(ApprovalSchema, (await readJson(ctx, deps.bodyBytes)) ?? {});
+    const body = parseBody(ApprovalSchema, await readOptionalJson(ctx, deps.bodyBytes));
     const join = cluster.approve(who.name, ctx.params.joinId!, body);
     deps.kickRunner();
     sendJson(ctx, 200, join);
@@ -108,7 +108,7 @@ function joinRoutes(router: Router, deps: AdminDeps): void {
   // The same check as approve, with nothing stored: what the console shows before it approves.
   router.add("POST", "/v1/admin/cluster/joins/:joinId/approval-preview", async (ctx) => {
     authorize(store, ctx, "ha:ApproveNodeJoin");
-    const body = parseBody(ApprovalSchema, (await readJson(ctx, deps.bodyBytes)) ?? {});
+    const body = parseBody(ApprovalSchema, await readOptionalJson(ctx, deps.bodyBytes));
     sendJson(ctx, 200, { assignment: cluster.previewApproval(ctx.params.joinId!, body) });
   });
 

@@ -6,6 +6,7 @@
  */
 
 import type { ClusterNetworks } from "@stratum/join";
+import type { OpenBaoMode } from "./delivery.js";
 import type { Logger } from "./http.js";
 
 /** Per-address and cluster-wide limits of the join listener. */
@@ -158,8 +159,20 @@ export interface ReferenceServerConfig {
   joinAddr?: string;
   /** Extra DNS names or IPs for the listener's leaf (besides its bind address, `localhost` on loopback and the API VIP). */
   joinHosts?: string[];
-  /** The endpoint a mint names when the request names none. Default: the listener's address. */
+  /**
+   * The endpoint a mint names when the request names none. Default: the API VIP (as the spec
+   * says) when the join listener answers on it (its bind address, or an address of this machine
+   * when it binds the wildcard); else the listener's own address.
+   */
   joinEndpoint?: string;
+  /**
+   * How the cluster's OpenBao runs, and so which joiners get the unseal key: `single-instance`
+   * (increment 1: one OpenBao behind its VIP; no bundle carries the unseal key) or `raft` (a
+   * 3-node integrated-storage raft; every control-plane joiner gets the founder's unseal key to
+   * unseal its local voter). Read on every start: a cluster that moved to raft says so here.
+   * Default `single-instance`.
+   */
+  openBaoMode?: OpenBaoMode;
   /** The release the cluster runs. Default `0.6.0`. */
   clusterRelease?: string;
   /** Release directories by version (`<dir>/<version>/payload/manifest.json`, …), served to joiners that upgrade. */

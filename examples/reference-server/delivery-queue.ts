@@ -13,7 +13,15 @@
  * @module
  */
 
-import { FINAL_JOIN_STATES, RUNNING_JOIN_STATES, WAITING_JOIN_STATES, type JoinState, type Step } from "@stratum/join";
+import {
+  FINAL_JOIN_STATES,
+  RUNNING_JOIN_STATES,
+  WAITING_JOIN_STATES,
+  joinAllows,
+  type FounderStepName,
+  type JoinState,
+  type Step,
+} from "@stratum/join";
 import { issueNodeCertificate, type ClusterCa } from "@stratum/join/server";
 import type { ClusterContext } from "./context.js";
 import { buildBundle, buildDelivery, buildNodeYaml, networkBindings, nodeLabels } from "./delivery.js";
@@ -91,7 +99,7 @@ export class DeliveryQueue {
       // Read again inside the transaction: a report may have arrived since.
       const due = this.#running().filter(silent);
       const failure: Failure = {
-        failedStep: "stalled",
+        failedStep: "stalled" satisfies FounderStepName,
         failedStepTitle: "No progress report",
         failedError: `no progress report for ${duration(deadline)}; the founder failed the join (retry it once the machine is back)`,
       };
@@ -105,12 +113,13 @@ export class DeliveryQueue {
     const { store } = this.#context;
     store.tx(() => {
       const join = this.#context.joinOr404(joinId);
-      if (!RUNNING_JOIN_STATES.includes(join.state)) {
+      if (!joinAllows(join.state, "fail")) {
         throw new HttpProblem(409, "JOIN_STATE_CONFLICT", {
           detail: `The join is ${join.state}; only a running join (delivering, installing) can be failed.`,
         });
       }
-      this.#fail(join, { failedStep: "operator", failedStepTitle: `Failed by ${actor}`, failedError: reason }, actor);
+      const failedStep: FounderStepName = "operator";
+      this.#fail(join, { failedStep, failedStepTitle: `Failed by ${actor}`, failedError: reason }, actor);
     });
   }
 
@@ -172,6 +181,9 @@ export class DeliveryQueue {
       clusterId,
       settings,
       secrets: this.#context.secrets,
+      openBaoMode: this.#context.options.openBaoMode,
+      // Every node the reference server admits is hybrid, so it runs a control plane.
+      recipient: { controlPlane: true },
       openBaoNodeToken: `hvs.${randomHex(24)}`,
       caPem: ca.certPem,
       nodeCert: leaf.certPem,
@@ -179,7 +191,7 @@ export class DeliveryQueue {
       members: store.listMembers(),
       membershipGeneration: generation,
     });
-    const nodeYaml = buildNodeYaml({ nodeId, clusterId, assignment, settings });
+    const nodeYaml = buildNodeYaml({ nodeId, clusterId, assignment, settings, inventory: join.inventory ?? undefined });
     const now = Date.now();
     store.patchJoin(
       join.id,

@@ -11,6 +11,7 @@ import type { HttpHandler, HttpResponse } from "msw";
 import { createOpenApiHttp, type OpenApiHttpHandlers } from "openapi-msw";
 import type { components, operations, paths } from "../../generated/api.js";
 import { generateJoinCode } from "../core/join-code.js";
+import { joinAllows } from "../core/join-states.js";
 import { formatJoinUrl } from "../core/join-url.js";
 import { fixtures, problemResponse, type JoinCode, type NodeJoin, type ProblemCode, type Schemas } from "./fixtures.js";
 
@@ -98,10 +99,10 @@ export interface AdminHandlersOptions {
 /**
  * msw handlers for every admin operation, serving a {@link FakeCluster} with the API's rules:
  * minting answers the code once, revoking a live code revokes it, approving (or previewing an
- * approval) only a `pending` or `failed` join (else 409 `JOIN_STATE_CONFLICT`), rejecting needs a reason (else 400
- * `INVALID_INPUT` with a field error), retrying only a `failed` one, failing (with a reason)
- * only a running one (`delivering`, `installing`), unknown ids 404, a CA rotation revokes every
- * live code. The join list has no long poll (no `ETag`): `watchJoins` polls it.
+ * approval), rejecting, failing and retrying a join only in the states `JOIN_ACTION_STATES`
+ * allows (the founder's own rule; else 409 `JOIN_STATE_CONFLICT`), rejecting and failing need
+ * a reason (else 400 `INVALID_INPUT` with a field error), unknown ids 404, a CA rotation revokes
+ * every live code. The join list has no long poll (no `ETag`): `watchJoins` polls it.
  */
 export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[] {
   const cluster = options.cluster ?? createFakeCluster();
@@ -147,9 +148,19 @@ export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[]
   > => {
     const join = findJoin(joinId);
     if (!join) return { ok: false, refusal: notFound("join") };
-    if (join.state !== "pending" && join.state !== "failed") return { ok: false, refusal: conflict(join, "approved") };
+    if (!joinAllows(join.state, "approve")) return { ok: false, refusal: conflict(join, "approved") };
     const body: Schemas["Approval"] = (await request.json().catch(() => undefined)) ?? {};
-    return { ok: true, join, assignment: { role: "hybrid" as const, name: join.hostname, ...body.assignment } };
+    const { role = "hybrid", ...rest } = body.assignment ?? {};
+    // As the founder: an approval may ask for any node role, and every one but hybrid is refused at `role`.
+    if (role !== "hybrid")
+      return {
+        ok: false,
+        refusal: problemResponse(409, "JOIN_APPROVAL_REFUSED", {
+          title: "Approval refused",
+          errors: [{ field: "role", message: `${role} nodes are not supported yet; every joiner is hybrid` }],
+        }),
+      };
+    return { ok: true, join, assignment: { name: join.hostname, ...rest, role } };
   };
 
   return [
@@ -214,8 +225,7 @@ export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[]
       if (!join) return response.untyped(notFound("join"));
       const reason = await reasonOf(request);
       if (reason === undefined) return response.untyped(reasonRequired());
-      if (!["needs-upgrade", "pending", "approved", "failed"].includes(join.state))
-        return response.untyped(conflict(join, "rejected"));
+      if (!joinAllows(join.state, "reject")) return response.untyped(conflict(join, "rejected"));
       return response(200).json(
         cluster.updateJoin(join.id, {
           state: "rejected",
@@ -228,7 +238,7 @@ export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[]
     http.post("/v1/admin/cluster/joins/{joinId}/retry", ({ params, response }) => {
       const join = findJoin(params.joinId);
       if (!join) return response.untyped(notFound("join"));
-      if (join.state !== "failed") return response.untyped(conflict(join, "retried"));
+      if (!joinAllows(join.state, "retry")) return response.untyped(conflict(join, "retried"));
       return response(200).json(
         cluster.updateJoin(join.id, {
           state: "approved",
@@ -243,7 +253,7 @@ export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[]
       if (!join) return response.untyped(notFound("join"));
       const reason = await reasonOf(request);
       if (reason === undefined) return response.untyped(reasonRequired());
-      if (join.state !== "delivering" && join.state !== "installing") return response.untyped(conflict(join, "failed"));
+      if (!joinAllows(join.state, "fail")) return response.untyped(conflict(join, "failed"));
       return response(200).json(
         cluster.updateJoin(join.id, {
           state: "failed",

@@ -17,6 +17,7 @@ import {
   fieldsOf,
   fieldTarget,
   mgmtCandidates,
+  needsConfirm,
   sentDiskNames,
 } from "../../examples/console/src/assignment.js";
 import { registerCommand } from "../../examples/console/src/codes.js";
@@ -51,7 +52,8 @@ const inventory: Inventory = {
       sizeBytes: 3.84e12,
       holders: [{ kind: "filesystem", device: "nvme1n1", detail: "ext4" }],
     },
-    { name: "sda", path: "/dev/sda", byId: ["/dev/disk/by-id/ata-X"], sizeBytes: 1e12 },
+    { name: "sda", path: "/dev/sda", byId: ["/dev/disk/by-id/ata-X"], sizeBytes: 1e12, holders: [] },
+    // No holders: the machine could not probe it.
     { name: "sdb", path: "/dev/sdb", sizeBytes: 1e12 },
   ],
   nics: [
@@ -117,7 +119,7 @@ describe("machines", () => {
       "nvme0n1, 512 GB, system",
       "nvme1n1, 3.8 TB, holds data",
       "sda, 1.0 TB, blank",
-      "sdb, 1.0 TB, blank",
+      "sdb, 1.0 TB, not probed",
     ]);
     expect(rows.find((r) => r.term === "Network")!.value).toContain("enp2s0f0: 58:47:ca:70:12:99, no link, 25 Gb/s");
     expect(summarizeHardware(undefined)).toEqual([{ term: "Hardware", value: "not reported by the machine" }]);
@@ -246,10 +248,10 @@ describe("the approval", () => {
     // Nothing chosen is nothing sent: the founder applies its own defaults.
     expect(approvalFromDraft(draft)).toEqual({});
     expect(draft.disks.map((d) => [d.name, d.key, d.system, d.data])).toEqual([
-      ["nvme0n1", "eui.0", true, undefined],
-      ["nvme1n1", "eui.1", false, "filesystem (ext4)"],
+      ["nvme0n1", "eui.0", true, expect.stringContaining("not probed")],
+      ["nvme1n1", "eui.1", false, "holds data: filesystem (ext4) on nvme1n1"],
       ["sda", "/dev/disk/by-id/ata-X", false, undefined],
-      ["sdb", undefined, false, undefined],
+      ["sdb", undefined, false, expect.stringContaining("not probed")],
     ]);
     expect(draftFromJoin(join({ inventory: undefined })).disks).toEqual([]);
     expect(mgmtCandidates(join()).map((c) => [c.name, c.address])).toEqual([
@@ -291,6 +293,21 @@ describe("the approval", () => {
     expect(fieldTarget("role", sent)).toEqual({ kind: "role" });
     expect(fieldTarget("links[0].interface", sent)).toEqual({ kind: "general" });
     expect(fieldTarget("disks[5].key", sent)).toEqual({ kind: "general" });
+  });
+
+  it("never calls an unprobed disk blank: giving it a role asks for its typed key, and says why", () => {
+    const unprobed = { name: "sdc", path: "/dev/sdc", wwn: "naa.c", sizeBytes: 1e12 };
+    const draft = draftFromJoin(
+      join({ inventory: { disks: [unprobed, { ...unprobed, name: "sdd", wwn: "naa.d", holders: [] }] } }),
+    );
+    const [sdc, sdd] = draft.disks;
+    expect(sdc!.data).toBe("not probed: the machine could not read what is on it, so it may hold data");
+    expect(sdd!.data).toBeUndefined();
+    sdc!.choice = "ceph-osd";
+    sdd!.choice = "ceph-osd";
+    expect(needsConfirm(sdc!)).toBe(true);
+    expect(needsConfirm(sdd!)).toBe(false);
+    expect(summarizeHardware({ disks: [unprobed] })[0]!.value).toEqual(["sdc, 1.0 TB, not probed"]);
   });
 
   it("describes the founder's assignment in lines a person checks, disks by their kernel names", () => {

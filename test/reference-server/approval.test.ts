@@ -183,6 +183,40 @@ describe("approval refusals, at their fields", () => {
     settle(id);
   });
 
+  it("takes an unprobed disk (no holders) as holding data: its wipe needs the typed confirmation", async () => {
+    // The joiner leaves `holders` out when it could not probe a disk; "Empty means blank",
+    // and only empty does: unknown must never be wiped unasked.
+    const inventory = sampleInventory() as any;
+    const unprobed = inventory.disks[1];
+    delete unprobed.holders;
+    unprobed.partitions = [];
+    unprobed.stack = [];
+    const id = insertJoin({ inventory });
+    const key = "eui.002538b221b0a1c2";
+    const refused = await approve(id, { assignment: { disks: [{ key, role: "ceph-osd" }] } });
+    expect(refused.status).toBe(409);
+    expect(refused.body.errors).toEqual([
+      { field: "disks[0].confirm", message: expect.stringContaining("nvme1n1 was not probed") },
+    ]);
+    const preview = await admin(t.server, "POST", `/v1/admin/cluster/joins/${id}/approval-preview`, {
+      body: { assignment: { disks: [{ key, role: "compute" }] } },
+      operationId: "previewApproval",
+    });
+    expect(preview.status).toBe(409);
+    expect(fields(preview)).toEqual(["disks[0].confirm"]);
+    // Left unused, it needs nothing; confirmed, it is taken (and node.yaml may wipe it).
+    expect((await approve(id, { assignment: { disks: [{ key, role: "unused" }] } })).status).toBe(200);
+    settle(id);
+    const again = insertJoin({ inventory });
+    const ok = await approve(again, { assignment: { disks: [{ key, role: "ceph-osd", confirm: key }] } });
+    expect(ok.status).toBe(200);
+    expect(ok.body.assignment.disks).toEqual([{ key, role: "ceph-osd", confirm: key }]);
+    // A probed, empty disk is blank: no confirmation.
+    const blank = insertJoin();
+    expect((await approve(blank, { assignment: { disks: [{ key, role: "ceph-osd" }] } })).status).toBe(200);
+    settle(again, blank);
+  });
+
   it("wants interfaces that exist and links that make sense", async () => {
     const id = insertJoin();
     const refused = await approve(id, {

@@ -283,6 +283,8 @@ describe("TLS of the join listener", () => {
     const leaf = socket.getPeerX509Certificate()!;
     socket.destroy();
     expect(leaf.subjectAltName).toContain("IP Address:127.0.0.1");
+    // And the API VIP (spec: mintJoinCode, "a cluster-CA certificate for its addresses and the API VIP").
+    expect(leaf.subjectAltName).toContain(`IP Address:${t.server.cluster.settings.vips.api}`);
     expect(leaf.subjectAltName).toContain("URI:urn:stratum:join-listener");
     expect(leaf.checkIssued(new (await import("node:crypto")).X509Certificate(t.server.caPem))).toBe(true);
   });

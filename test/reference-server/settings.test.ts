@@ -30,6 +30,7 @@ const SAMPLES: Record<string, [string, (config: any) => unknown, unknown]> = {
   STRATUM_JOIN_ADDR: ["[::1]:9444", (c) => c.joinAddr, "[::1]:9444"],
   STRATUM_JOIN_HOSTS: ["a.example, 192.0.2.9", (c) => c.joinHosts, ["a.example", "192.0.2.9"]],
   STRATUM_JOIN_ENDPOINT: ["[2001:db8::1]:9444", (c) => c.joinEndpoint, "[2001:db8::1]:9444"],
+  STRATUM_OPENBAO_MODE: ["raft", (c) => c.openBaoMode, "raft"],
   STRATUM_CLUSTER_RELEASE: ["0.7.0", (c) => c.clusterRelease, "0.7.0"],
   STRATUM_RELEASE_DIR: ["/srv/releases", (c) => c.releaseDir, "/srv/releases"],
   STRATUM_RELEASE_MIRROR: ["https://m.example/r", (c) => c.releaseMirror, "https://m.example/r"],
@@ -95,6 +96,7 @@ describe("every setting, by variable and by flag", () => {
       ["STRATUM_STORAGE_CIDR", "10.80.0.0/24,10.81.0.0/24"],
       ["STRATUM_OVERLAY_CIDR", "not-a-network"],
       ["STRATUM_MGMT_CIDR", "fd00::/200"],
+      ["STRATUM_OPENBAO_MODE", "ha"],
     ] as const) {
       const flag = `--${env.slice(8).toLowerCase().replace(/_/g, "-")}`;
       expect(() => readSettings({}, { [env]: value }), env).toThrow(`${env} (${flag})`);

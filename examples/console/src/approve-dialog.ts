@@ -218,7 +218,7 @@ export class ApproveDialog {
       }
       const choice = this.select(
         `disk:${disk.name}:choice`,
-        `${about}, ${disk.data ? `holds data: ${disk.data}` : "blank"}`,
+        `${about}, ${disk.data ?? "blank"}`,
         DISK_CHOICES,
         disk.choice,
       );

@@ -5,7 +5,15 @@
  * @module
  */
 
-import { RUNNING_JOIN_STATES, type Inventory, type JoinState, type Nic, type NodeJoin } from "@stratum/join";
+import {
+  diskContents,
+  joinAllows,
+  type DiskContents,
+  type Inventory,
+  type JoinState,
+  type Nic,
+  type NodeJoin,
+} from "@stratum/join";
 import { formatAgo, formatCountdown, formatDuration, formatLocalTime } from "./time.js";
 
 /** Bytes in the units a disk label uses (decimal: a "2 TB" NVMe shows as 2.0 TB, not 1.8 TiB). */
@@ -65,6 +73,13 @@ export interface HardwareRow {
   value: string | string[];
 }
 
+/** A disk in a word or two, in the hardware summary. */
+const DISK_SUMMARY: Record<DiskContents["state"], string> = {
+  blank: "blank",
+  data: "holds data",
+  unknown: "not probed",
+};
+
 /**
  * The inventory as rows to show. What a machine did not report is left out (no "Memory ?"),
  * except a machine that reported nothing at all, which says so in one row.
@@ -95,7 +110,7 @@ export function summarizeHardware(inventory: Inventory | undefined): HardwareRow
           d.name,
           formatBytes(d.sizeBytes),
           d.model,
-          d.mountpoints?.length ? "system" : diskData(d) ? "holds data" : "blank",
+          d.mountpoints?.length ? "system" : DISK_SUMMARY[diskContents(d).state],
         ]
           .filter(Boolean)
           .join(", "),
@@ -107,13 +122,18 @@ export function summarizeHardware(inventory: Inventory | undefined): HardwareRow
   return rows;
 }
 
-/** What already holds data on a disk, in words, or undefined for a blank disk (the founder's test). */
+/**
+ * Why a wipe of the disk needs its typed key, in words ("holds data: filesystem (ext4) on
+ * sda1", "not probed: it may hold data"), or undefined for a disk the machine probed and found
+ * blank: the founder's reading (`diskContents`), so the page never calls a disk blank that the
+ * founder would not.
+ */
 export function diskData(disk: NonNullable<Inventory["disks"]>[number]): string | undefined {
-  const holders = disk.holders ?? [];
-  if (holders.length > 0) return holders.map((h) => (h.detail ? `${h.kind} (${h.detail})` : h.kind)).join(", ");
-  if ((disk.partitions ?? []).length > 0) return `${disk.partitions!.length} partition(s)`;
-  if ((disk.stack ?? []).length > 0) return "a device stacked on it";
-  return undefined;
+  const contents = diskContents(disk);
+  if (contents.state === "blank") return undefined;
+  return contents.state === "data"
+    ? `holds data: ${contents.what}`
+    : "not probed: the machine could not read what is on it, so it may hold data";
 }
 
 /**
@@ -152,27 +172,27 @@ export const STATE_WORDS: Record<JoinState, string> = {
   expired: "Expired",
 };
 
-/** Only a `pending` join, or a `failed` one (approval queues it again), can be approved (spec: approveNodeJoin). */
+/** Whether the card offers Approve: the founder's own rule (`joinAllows`, spec: approveNodeJoin). */
 export function canApprove(state: JoinState): boolean {
-  return state === "pending" || state === "failed";
+  return joinAllows(state, "approve");
 }
 
-/** Any join that has not started delivering can be rejected, `needs-upgrade` included (spec: rejectNodeJoin). */
+/** Whether the card offers Reject (spec: rejectNodeJoin): a join not running or over, `needs-upgrade` and `failed` included. */
 export function canReject(state: JoinState): boolean {
-  return state === "needs-upgrade" || state === "pending" || state === "approved";
+  return joinAllows(state, "reject");
 }
 
 /**
- * A running join (`delivering`, `installing`) can be failed by an operator, for a machine that
- * will not report again (spec: failNodeJoin).
+ * Whether the card offers Fail: a running join (`delivering`, `installing`), for a machine
+ * that will not report again (spec: failNodeJoin).
  */
 export function canFail(state: JoinState): boolean {
-  return RUNNING_JOIN_STATES.includes(state);
+  return joinAllows(state, "fail");
 }
 
-/** Only a failed join can be retried: queued again with the assignment it had (spec: retryNodeJoin). */
+/** Whether the card offers Retry: a failed join, queued again with the assignment it had (spec: retryNodeJoin). */
 export function canRetry(state: JoinState): boolean {
-  return state === "failed";
+  return joinAllows(state, "retry");
 }
 
 /** How far an install has come: the step running now, out of the steps the machine reported. */
