@@ -35,3 +35,9 @@ export {
   type ReleaseVerificationRule,
   type ReleaseDownloadFailure,
 } from "./release.js";
+export {
+  SecretDestinationError,
+  TpmError,
+  type SecretDestinationErrorCode,
+  type TpmErrorReason,
+} from "./secrets.js";
