@@ -240,6 +240,9 @@ const FIELDS = [
   "rule",
   "path",
   "attempts",
+  // SecretDestinationError: the bundle fields concerned, and those already in their homes.
+  "fields",
+  "placed",
 ] as const;
 
 /** The JSON form of any error a command threw. */

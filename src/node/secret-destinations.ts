@@ -127,7 +127,44 @@ export function planSecrets(
   destinations: SecretDestinations,
   deliveryDir: string,
 ): { secrets: PlannedSecret[]; nodeKeyInDelivery: string | undefined } {
-  if (typeof destinations !== "object" || destinations === null || Array.isArray(destinations))
+  const carried = secretFields(delivery);
+  const named = isRecord(destinations) ? destinations : {};
+  const missing = [...carried.keys()].filter((field) => field !== NODE_KEY && !(field in named));
+  if (missing.length)
+    throw new SecretDestinationError(
+      "SECRET_DESTINATION_MISSING",
+      `the delivery carries secrets with no destination: ${missing.sort().join(", ")}; name one for each (a file, an env line, a command, the TPM)`,
+      { fields: missing },
+    );
+  checkDestinations(destinations, deliveryDir, carried);
+  const secrets: PlannedSecret[] = [];
+  for (const [field, value] of carried) {
+    const list = listOf(named[field]);
+    if (list.length) secrets.push({ field, value, destinations: list });
+  }
+  // The unseal key first: sealed before any other step (the seed: "immediately on receipt").
+  secrets.sort((a, b) => Number(b.field === UNSEAL_KEY) - Number(a.field === UNSEAL_KEY));
+  const nodeKey = carried.get(NODE_KEY);
+  return { secrets, nodeKeyInDelivery: nodeKey !== undefined && !(NODE_KEY in named) ? nodeKey : undefined };
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+const listOf = (named: SecretDestination | readonly SecretDestination[] | undefined): readonly SecretDestination[] =>
+  named === undefined ? [] : Array.isArray(named) ? named : [named as SecretDestination];
+
+/**
+ * Checks destinations without a delivery (what can be checked before one arrives: the CLI does
+ * before it touches the network), and with the secrets' `values` when given (whether each fits
+ * its destination: an env line, the 128 bytes a TPM seals).
+ * @throws SecretDestinationError `SECRET_DESTINATION_INVALID` naming the field
+ */
+export function checkDestinations(
+  destinations: SecretDestinations,
+  deliveryDir: string,
+  values: ReadonlyMap<string, string> = new Map(),
+): void {
+  if (!isRecord(destinations))
     throw new SecretDestinationError(
       "SECRET_DESTINATION_INVALID",
       "the destinations are not an object of field → destination",
@@ -135,35 +172,19 @@ export function planSecrets(
         fields: [],
       },
     );
-  const carried = secretFields(delivery);
-  const missing = [...carried.keys()].filter((field) => field !== NODE_KEY && !(field in destinations));
-  if (missing.length)
-    throw new SecretDestinationError(
-      "SECRET_DESTINATION_MISSING",
-      `the delivery carries secrets with no destination: ${missing.sort().join(", ")}; name one for each (a file, an env line, a command, the TPM)`,
-      { fields: missing },
-    );
   const invalid = (field: string, why: string) =>
     new SecretDestinationError("SECRET_DESTINATION_INVALID", `the destination of ${field} ${why}`, {
       fields: [field],
     });
-  for (const field of Object.keys(destinations))
+  const claimed = new Map<string, string>();
+  for (const [field, named] of Object.entries(destinations)) {
     if (KNOWN_BUNDLE.has(field) && !SENSITIVE.has(field))
       throw invalid(field, `names a public field: ${field} is kept in bundle.json`);
-  const secrets: PlannedSecret[] = [];
-  const claimed = new Map<string, string>();
-  for (const [field, value] of carried) {
-    const named = destinations[field];
-    if (named === undefined) continue;
-    const list = (Array.isArray(named) ? named : [named]) as readonly SecretDestination[];
+    const list = listOf(named);
     if (list.length === 0) throw invalid(field, "is an empty list");
-    for (const destination of list) checkDestination(field, value, destination, deliveryDir, claimed, invalid);
-    secrets.push({ field, value, destinations: list });
+    for (const destination of list)
+      checkDestination(field, values.get(field), destination, deliveryDir, claimed, invalid);
   }
-  // The unseal key first: sealed before any other step (the seed: "immediately on receipt").
-  secrets.sort((a, b) => Number(b.field === UNSEAL_KEY) - Number(a.field === UNSEAL_KEY));
-  const nodeKey = carried.get(NODE_KEY);
-  return { secrets, nodeKeyInDelivery: nodeKey !== undefined && !(NODE_KEY in destinations) ? nodeKey : undefined };
 }
 
 /** The fields of `delivery` that are secrets and not empty, with their values as text. */
@@ -190,7 +211,7 @@ export function unknownFields(delivery: Delivery): string[] {
 
 function checkDestination(
   field: string,
-  value: string,
+  value: string | undefined,
   destination: SecretDestination,
   deliveryDir: string,
   claimed: Map<string, string>,
@@ -223,12 +244,12 @@ function checkDestination(
   if (kind === "env") {
     if (typeof d.name !== "string" || !ENV_NAME.test(d.name))
       throw invalid(field, "needs a variable name (letters, digits, _)");
-    const problem = envValueProblem(value);
+    const problem = value === undefined ? undefined : envValueProblem(value);
     if (problem) throw invalid(field, `cannot be an env line: ${problem}; give it a file instead`);
   }
   if (kind === "tpm" && d.withoutTpm !== undefined && d.withoutTpm !== "plaintext")
     throw invalid(field, `takes withoutTpm "plaintext" or nothing, not ${JSON.stringify(d.withoutTpm)}`);
-  if (kind === "tpm" && Buffer.byteLength(value) > 128)
+  if (kind === "tpm" && value !== undefined && Buffer.byteLength(value) > 128)
     throw invalid(field, "is over the 128 bytes a TPM seals; give it another destination");
   const file = normalize(path);
   const whole = claimed.get(`whole:${file}`);
