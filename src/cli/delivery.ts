@@ -68,6 +68,8 @@ export async function writeDeliveryOf(
   try {
     written = await writeDelivery(target, delivery, {
       ...(secrets ? { secrets } : {}),
+      // The TPM of the command's environment (tpm2-tools' own variable), else /dev/tpmrm0.
+      ...(ctx.env.TPM2TOOLS_TCTI ? { tpm: { tcti: ctx.env.TPM2TOOLS_TCTI } } : {}),
       signal: ctx.signal,
       onWarning: (text) => ctx.out.warn(text),
     });

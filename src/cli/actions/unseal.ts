@@ -12,7 +12,8 @@ import type { CommandAction } from "../args.js";
 /** Runs `unseal`. */
 export const runUnseal: CommandAction = async (ctx, args) => {
   const file = args.positionals[0]!;
-  const secret = await unsealSecret(file, { signal: ctx.signal });
+  const tcti = ctx.env.TPM2TOOLS_TCTI;
+  const secret = await unsealSecret(file, { signal: ctx.signal, ...(tcti ? { tcti } : {}) });
   if (!secret.sealed)
     ctx.out.warn(`${file} is not sealed: its installer wrote ${secret.field} in plaintext, for want of a TPM`);
   // Printing the secret is this command's purpose; the document marks it, as `admin mint` does.
