@@ -35,19 +35,21 @@ export async function readSecretsFlag(
   return destinations;
 }
 
-/** One line per secret: where it went. */
-function describePlaced(field: string, placed: PlacedSecret): string {
+/** Where a secret went, in a few words (the field is printed before it, padded). */
+function describePlaced(placed: PlacedSecret): string {
   switch (placed.kind) {
     case "env":
-      return `${field} → ${placed.name} in ${placed.path}`;
+      return `${placed.path}: ${placed.name}`;
     case "command":
-      return `${field} → the command ${placed.command} (on its stdin)`;
+      return `stdin of ${placed.command}`;
     case "tpm":
-      return `${field} → sealed to this machine's TPM in ${placed.path}`;
+      return `TPM-sealed ${placed.path}`;
     case "plaintext":
-      return `${field} → NOT sealed (no TPM): plaintext in ${placed.path}`;
+      return `NOT SEALED ${placed.path}`;
+    case "callback":
+      return "callback";
     default:
-      return `${field} → ${placed.path}`;
+      return placed.path ?? "";
   }
 }
 
@@ -84,8 +86,9 @@ export async function writeDeliveryOf(
     }
     throw error;
   }
-  ctx.out.say(`delivery for ${delivery.nodeId} written to ${target} (public files and node.key, 0600)`);
+  // One short line per home: the field, then where (as wide as a real machine's paths allow).
+  ctx.out.say(`delivery for ${delivery.nodeId} written to ${target}`);
   for (const [field, list] of Object.entries(written.secrets))
-    for (const placed of list) if (placed.kind !== "delivery") ctx.out.say(`  ${describePlaced(field, placed)}`);
+    for (const placed of list) ctx.out.say(`  ${field.padEnd(16)} ${describePlaced(placed)}`);
   return written;
 }

@@ -101,7 +101,7 @@ describe("what a joined machine keeps (library)", () => {
       ]),
     );
     // The installed system's env file already says other things: they are kept.
-    const controlplane = homes.adminPassword[0]!.env;
+    const controlplane = homes.openBaoToken.env;
     mkdirSync(join(run, "etc"), { recursive: true });
     writeFileSync(controlplane, "# control plane\nSTRATUM_REGION=eu-1\nSTRATUM_IAM_ADMIN_PASSWORD=old\n", {
       mode: 0o644,

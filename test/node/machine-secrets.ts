@@ -4,7 +4,7 @@
  * homes under a test's own stand-in for /etc, and the scan that finds each secret's bytes in
  * every file under some directories.
  */
-import { lstatSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { sensitiveFields } from "../../generated/sensitive.js";
 import type { ReferenceServerConfig } from "../../examples/reference-server/config.js";
@@ -93,4 +93,18 @@ export function whereSecretsAre(secrets: Record<string, string>, ...roots: strin
     for (const [name, value] of Object.entries(secrets)) if (bytes.includes(value)) found[name]!.push(file);
   }
   return found;
+}
+
+/**
+ * Writes `dir/secrets.json`, the `--secrets` file of the seed's homes under `dir` (`dir/etc`,
+ * `dir/var`, podman's stand-in `dir/podman` keeping its secrets in `dir/podman-secrets`), and
+ * returns its path. Short names, so the lines the CLI prints about them stay as short as a
+ * real machine's.
+ */
+export function writeSecretsFile(dir: string): string {
+  mkdirSync(dir, { recursive: true });
+  const podman = fakePodman(join(dir, "podman"), join(dir, "podman-secrets"));
+  const file = join(dir, "secrets.json");
+  writeFileSync(file, JSON.stringify(seedHomes(join(dir, "etc"), join(dir, "var"), [podman]), null, 2));
+  return file;
 }
