@@ -11,8 +11,8 @@ import { createAdminClient, StratumApiError, StratumError } from "../../src/inde
 import { JoinProtocolError } from "../../src/errors/index.js";
 import { EXIT_CODE_TABLE, exitCodeFor, exitCodeForCode, runCli } from "../../src/cli/run.js";
 import { Output } from "../../src/cli/output.js";
-import { demoInventory, startHarness, type Harness } from "../node/harness.js";
-import { writeSecretsFile } from "../node/machine-secrets.js";
+import { demoInventory, type Harness } from "../node/harness.js";
+import { startUnsealingHarness, writeSecretsFile } from "../node/machine-secrets.js";
 import { startSwtpm, type Swtpm } from "../node/swtpm.js";
 
 interface Run {
@@ -56,7 +56,7 @@ const env = () => ({ STRATUM_TOKEN: h.server.adminToken });
 let tpm: Swtpm;
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), "stratum-cli-progress-"));
-  [h, tpm] = await Promise.all([startHarness({ timing: { tickMs: 100 } }), startSwtpm()]);
+  [h, tpm] = await Promise.all([startUnsealingHarness({ timing: { tickMs: 100 } }), startSwtpm()]);
   admin = ["--api", h.server.adminUrl];
   url = (await h.admin.mintJoinCode({ endpoint: h.server.joinEndpoint })).url;
 });

@@ -10,7 +10,8 @@ import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { COMMANDS, runCli } from "../../src/cli/run.js";
 import { stripAnsi } from "../../src/cli/style.js";
-import { startHarness, type Harness } from "../node/harness.js";
+import type { Harness } from "../node/harness.js";
+import { startUnsealingHarness } from "../node/machine-secrets.js";
 import { startSwtpm, type Swtpm } from "../node/swtpm.js";
 import { buildCli, inPipe, inTerminal, inTerminalShell, killAll, removeCli, screen, shellQuote } from "./process.js";
 
@@ -164,7 +165,7 @@ describe("waiting on a terminal, against a reference server", () => {
   let tpm: Swtpm;
   let homes: string;
   beforeAll(async () => {
-    [h, tpm] = await Promise.all([startHarness({ timing: { tickMs: 100 } }), startSwtpm()]);
+    [h, tpm] = await Promise.all([startUnsealingHarness({ timing: { tickMs: 100 } }), startSwtpm()]);
     homes = mkdtempSync(join(tmpdir(), "sj-"));
     const [host, port] = h.server.joinEndpoint.split(":");
     relay = new Relay({ host: host!, port: Number(port) });

@@ -10,7 +10,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  createMachineIdentity,
   openMachineDirectory,
   registerMachine,
   reportProgress,
