@@ -168,13 +168,22 @@ async function makeParent(tool: Tool, dir: string): Promise<string> {
   return ctx;
 }
 
-/** Unseals the blobs with this TPM. */
-async function unsealBlobs(tool: Tool, dir: string, publicBlob: Buffer, privateBlob: Buffer): Promise<Buffer> {
+/**
+ * Unseals the blobs with this TPM, under `parent` (a saved context of the parent key; made
+ * again from the owner seed when not given).
+ */
+async function unsealBlobs(
+  tool: Tool,
+  dir: string,
+  publicBlob: Buffer,
+  privateBlob: Buffer,
+  parent?: string,
+): Promise<Buffer> {
   const pub = join(dir, "sealed.pub");
   const priv = join(dir, "sealed.priv");
   await writeFile(pub, publicBlob, { mode: 0o600 });
   await writeFile(priv, privateBlob, { mode: 0o600 });
-  const parent = await makeParent(tool, dir);
+  parent ??= await makeParent(tool, dir);
   const sealed = join(dir, "sealed.ctx");
   await tool("tpm2_load", ["-Q", "-C", parent, "-u", pub, "-r", priv, "-c", sealed]);
   await tool("tpm2_flushcontext", ["-t"]);
@@ -208,7 +217,8 @@ export async function sealToTpm(field: string, secret: string, options: TpmOptio
     );
     await tool("tpm2_flushcontext", ["-t"]);
     const [publicBlob, privateBlob] = await Promise.all([readFile(pub), readFile(priv)]);
-    const back = await unsealBlobs(tool, dir, publicBlob, privateBlob);
+    // The parent's saved context loads again after the flush: no second key derivation.
+    const back = await unsealBlobs(tool, dir, publicBlob, privateBlob, parent);
     if (!back.equals(bytes)) throw new TpmError("failed", `the TPM did not unseal ${field} to what it sealed`);
     const document = {
       format: SEALED_FORMAT,
