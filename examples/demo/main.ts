@@ -345,12 +345,15 @@ async function deliverAndInstall(
         detail(
           `${field} → ${place.kind}${place.name ? ` ${place.name}` : ""}${place.path ? ` ${place.path}` : ""}${place.command ? ` ${place.command} (stdin)` : ""}`,
         );
-    if (delivery.bundle.openBaoUnsealKey) {
+    const unseal = written.secrets.openBaoUnsealKey?.[0];
+    if (unseal) {
       const back = await unsealSecret(sealed, { ...(tpm ? { tcti: tpm.tcti } : {}), signal });
+      const matches = back.value === delivery.bundle.openBaoUnsealKey ? "it matches" : "MISMATCH";
+      const which = tpm ? "the demo's software TPM (swtpm)" : "this machine's TPM";
       detail(
-        tpm
-          ? `unseal key sealed to the demo's software TPM (swtpm): unsealed again, ${back.value === delivery.bundle.openBaoUnsealKey ? "it matches" : "MISMATCH"}; ${readFileSync(sealed, "utf8").includes(back.value) ? "LEAKED" : "not in the sealed file"}`
-          : 'no swtpm and tpm2-tools here: the unseal key was written in plaintext, as the demo asked by name (withoutTpm: "plaintext")',
+        unseal.kind === "tpm"
+          ? `unseal key sealed to ${which}: unsealed again, ${matches}; ${readFileSync(sealed, "utf8").includes(back.value) ? "LEAKED" : "not in the sealed file"}`
+          : 'no TPM here (no swtpm and tpm2-tools): the unseal key was written in plaintext, as the demo asked by name (withoutTpm: "plaintext")',
       );
     } else detail("the cluster sent no unseal key (its OpenBao is a single instance)");
   } finally {
