@@ -17,7 +17,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { inspect } from "node:util";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { concealSecrets } from "../../src/node/delivery.js";
+import { concealSecrets, setDeliveryStepHook } from "../../src/node/delivery.js";
 import {
   createMachineIdentity,
   getRegistration,
@@ -254,6 +254,24 @@ describe("a plan that cannot work", () => {
   });
 });
 
+describe("sealing first", () => {
+  it("every seal comes before any other step: a TPM that fails stops the write before any destination gets its secret", async () => {
+    const handed: string[] = [];
+    const error = await writeDelivery(join(dir, "delivery"), delivery(), {
+      secrets: {
+        ...files(),
+        // First in the bundle's order, so it would be placed before the sealed one.
+        adminPassword: (secret) => void handed.push(secret),
+        openBaoToken: { tpm: join(dir, "token.sealed") },
+      },
+      tpm: { tcti: "swtpm:host=127.0.0.1,port=1" },
+    }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: "TpmError", code: "TPM_UNAVAILABLE" });
+    expect(handed).toEqual([]);
+    expect(filesUnder(dir)).toEqual([]);
+  });
+});
+
 describe("secrets a cluster does not hand out", () => {
   it("an absent or empty secret needs no destination, and one named for it is left alone", async () => {
     const env = join(dir, "controlplane.env");
@@ -295,6 +313,30 @@ describe("what an older SDK or a crash left", () => {
     expect(readdirSync(target).sort()).toEqual(["bundle.json", "node.yaml"]);
     const holders = filesUnder(dir).filter((f) => readFileSync(f, "utf8").includes(SECRETS.adminPassword));
     expect(holders).toEqual([join(dir, "admin")]);
+  });
+});
+
+describe("an older SDK's delivery, replaced", () => {
+  it("loses its secrets/ before it is moved aside: a crash at the swap leaves no secret in the old copy", async () => {
+    const target = join(dir, "delivery");
+    mkdirSync(join(target, "secrets"), { recursive: true });
+    writeFileSync(join(target, "secrets", "admin-password"), SECRETS.adminPassword);
+    writeFileSync(join(target, "node.key"), "OLD KEY");
+    // The process stops right after the old delivery was moved aside (as a crash would).
+    setDeliveryStepHook((step) => {
+      if (step === "old-moved") throw new Error("crash");
+    });
+    try {
+      await expect(
+        writeDelivery(target, delivery(), { secrets: { ...files(), adminPassword: { file: join(dir, "admin") } } }),
+      ).rejects.toThrow("crash");
+    } finally {
+      setDeliveryStepHook(undefined);
+    }
+    const old = readdirSync(dir).filter((name) => name.startsWith(".delivery.old-"));
+    expect(old).toHaveLength(1);
+    const inOld = filesUnder(join(dir, old[0]!)).filter((f) => /admin-password|node\.key/.test(f));
+    expect(inOld).toEqual([]);
   });
 });
 
