@@ -4,16 +4,18 @@
 // secret goes to the seed's home; after `joined` every file under the run's directories is
 // searched for each secret's bytes; `stratum-join unseal` prints the unseal key on this TPM
 // and fails on another.
-import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { demoInventory, type Harness } from "../node/harness.js";
 import {
+  expectEachSecretAtHome,
   filesUnder,
+  JOINED_MACHINE_FILES,
   secretsOf,
+  seedHomeFiles,
   startUnsealingHarness,
-  whereSecretsAre,
   writeSecretsFile,
 } from "../node/machine-secrets.js";
 import { startSwtpm, type Swtpm } from "../node/swtpm.js";
@@ -111,31 +113,8 @@ describe("what a joined machine keeps (CLI)", () => {
     expect(joined.json.state).toBe("joined");
 
     // After joined: each secret's bytes only at its destination.
-    const etc = join(homes, "etc");
-    const controlplane = join(etc, "controlplane.env");
-    const expected: Record<string, string[]> = {
-      adminPassword: [join(etc, "bootstrap-credentials.txt"), controlplane],
-      openBaoToken: [controlplane],
-      openBaoNodeToken: [join(etc, "secrets", "openbao-node.token")],
-      dnsEncryptionKey: [join(etc, "axdnsd.env")],
-      postgresPassword: [join(homes, "podman-secrets", "stratum-postgres")],
-      openBaoUnsealKey: [],
-      nodeKey: [join(dir, "delivery", "node.key")],
-    };
-    for (const [name, files] of Object.entries(whereSecretsAre(secrets, run)))
-      expect(files, name).toEqual(expected[name] ?? expected[name.replace(/ line \d+$/, "")]);
-    for (const file of [...new Set(Object.values(expected).flat())])
-      expect(statSync(file).mode & 0o777, file).toBe(0o600);
-    expect(filesUnder(dir).map((f) => f.slice(dir.length + 1))).toEqual([
-      "cert.pem",
-      "delivery/bundle.json",
-      "delivery/ca.pem",
-      "delivery/node.crt",
-      "delivery/node.key",
-      "delivery/node.yaml",
-      "key.pem",
-      "session.json",
-    ]);
+    expectEachSecretAtHome(secrets, seedHomeFiles(homes, join(dir, "delivery")), run);
+    expect(filesUnder(dir).map((f) => f.slice(dir.length + 1))).toEqual(JOINED_MACHINE_FILES);
 
     // The boot-time unseal: the key on stdout on this TPM, a refusal on another.
     const sealed = join(homes, "var", "openbao-unseal.sealed");

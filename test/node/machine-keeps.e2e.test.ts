@@ -23,10 +23,12 @@ import {
 import type { Delivery } from "../../src/types.js";
 import { demoInventory, type Harness } from "./harness.js";
 import {
-  fakePodman,
+  expectEachSecretAtHome,
   filesUnder,
+  JOINED_MACHINE_FILES,
   secretsOf,
-  seedHomes,
+  seedHomeFiles,
+  seedHomesIn,
   startUnsealingHarness,
   whereSecretsAre,
 } from "./machine-secrets.js";
@@ -54,15 +56,13 @@ async function deliveredMachine(): Promise<{
   run: string;
   machine: MachineDirectory;
   delivery: Delivery;
-  homes: ReturnType<typeof seedHomes>;
+  homes: ReturnType<typeof seedHomesIn>;
   store: string;
   finish: () => Promise<string>;
 }> {
   const run = join(work, `run-${++machines}`);
-  mkdirSync(run);
   const store = join(run, "podman-secrets");
-  const podman = fakePodman(join(run, "podman"), store);
-  const homes = seedHomes(join(run, "etc"), join(run, "var-lib-stratum-join"), [podman]);
+  const homes = seedHomesIn(run);
   const machine = await openMachineDirectory(join(run, "machine"), { create: true });
   const nic = { ...demoInventory.nics[0]!, addresses: [`192.0.2.${40 + machines}/24`] };
   const { session } = await registerMachine({
@@ -85,7 +85,7 @@ async function deliveredMachine(): Promise<{
 
 describe("what a joined machine keeps (library)", () => {
   it("each secret only at its destination, the unseal key sealed to this TPM alone, nothing else secret in the machine directory", async () => {
-    const { run, machine, delivery, homes, store, finish } = await deliveredMachine();
+    const { run, machine, delivery, homes, finish } = await deliveredMachine();
     const secrets = secretsOf(delivery);
     // Every secret of the seed is in this bundle, the unseal key included.
     expect(Object.keys(secrets)).toEqual(
@@ -110,38 +110,15 @@ describe("what a joined machine keeps (library)", () => {
     expect(await finish()).toBe("joined");
 
     const sealed = homes.openBaoUnsealKey.tpm;
-    const etc = join(run, "etc");
-    const at = (...parts: string[]) => join(...parts);
-    const expected: Record<string, string[]> = {
-      adminPassword: [at(etc, "bootstrap-credentials.txt"), controlplane].sort(),
-      openBaoToken: [controlplane],
-      openBaoNodeToken: [at(etc, "secrets", "openbao-node.token")],
-      dnsEncryptionKey: [at(etc, "axdnsd.env")],
-      postgresPassword: [at(store, "stratum-postgres")],
-      openBaoUnsealKey: [],
-      nodeKey: [at(machine.deliveryDir, "node.key")],
-    };
-    const found = whereSecretsAre(secrets, run);
-    for (const [name, files] of Object.entries(found))
-      expect(files, name).toEqual(expected[name] ?? expected[name.replace(/ line \d+$/, "")]);
-    for (const file of [...new Set(Object.values(expected).flat()), sealed])
-      expect(statSync(file).mode & 0o777, file).toBe(0o600);
+    expectEachSecretAtHome(secrets, seedHomeFiles(run, machine.deliveryDir), run);
+    expect(statSync(sealed).mode & 0o777).toBe(0o600);
 
     // The env file: the secrets' lines set, every other line kept.
     expect(readFileSync(controlplane, "utf8")).toBe(
       `# control plane\nSTRATUM_REGION=eu-1\nSTRATUM_IAM_ADMIN_PASSWORD=${delivery.bundle.adminPassword}\nSTRATUM_OPENBAO_TOKEN=${delivery.bundle.openBaoToken}\n`,
     );
     // The machine directory: the identity, the session, public files and the node key.
-    expect(filesUnder(machine.dir).map((f) => f.slice(machine.dir.length + 1))).toEqual([
-      "cert.pem",
-      "delivery/bundle.json",
-      "delivery/ca.pem",
-      "delivery/node.crt",
-      "delivery/node.key",
-      "delivery/node.yaml",
-      "key.pem",
-      "session.json",
-    ]);
+    expect(filesUnder(machine.dir).map((f) => f.slice(machine.dir.length + 1))).toEqual(JOINED_MACHINE_FILES);
     expect(readdirSync(run)).not.toContainEqual(expect.stringMatching(/staging|old/));
     expect(written.secrets.openBaoUnsealKey).toEqual([{ kind: "tpm", path: sealed }]);
 

@@ -4,8 +4,9 @@
  * homes under a test's own stand-in for /etc, and the scan that finds each secret's bytes in
  * every file under some directories.
  */
-import { lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { lstatSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { expect } from "vitest";
 import { sensitiveFields } from "../../generated/sensitive.js";
 import type { ReferenceServerConfig } from "../../examples/reference-server/config.js";
 import type { Delivery } from "../../src/types.js";
@@ -95,16 +96,60 @@ export function whereSecretsAre(secrets: Record<string, string>, ...roots: strin
   return found;
 }
 
-/**
- * Writes `dir/secrets.json`, the `--secrets` file of the seed's homes under `dir` (`dir/etc`,
- * `dir/var`, podman's stand-in `dir/podman` keeping its secrets in `dir/podman-secrets`), and
- * returns its path. Short names, so the lines the CLI prints about them stay as short as a
- * real machine's.
- */
-export function writeSecretsFile(dir: string): string {
+/** The seed's homes under `dir`: `dir/etc`, `dir/var`, podman's stand-in `dir/podman` keeping its secrets in `dir/podman-secrets`. */
+export function seedHomesIn(dir: string): ReturnType<typeof seedHomes> {
   mkdirSync(dir, { recursive: true });
   const podman = fakePodman(join(dir, "podman"), join(dir, "podman-secrets"));
+  return seedHomes(join(dir, "etc"), join(dir, "var"), [podman]);
+}
+
+/**
+ * Writes `dir/secrets.json`, the `--secrets` file of {@link seedHomesIn}, and returns its path.
+ * Short names, so the lines the CLI prints about them stay as short as a real machine's.
+ */
+export function writeSecretsFile(dir: string): string {
   const file = join(dir, "secrets.json");
-  writeFileSync(file, JSON.stringify(seedHomes(join(dir, "etc"), join(dir, "var"), [podman]), null, 2));
+  writeFileSync(file, JSON.stringify(seedHomesIn(dir), null, 2));
   return file;
+}
+
+/** The files that hold each secret of {@link seedHomesIn}`(dir)`, and no others: the unseal key none. */
+export function seedHomeFiles(dir: string, deliveryDir: string): Record<string, string[]> {
+  const etc = join(dir, "etc");
+  const controlplane = join(etc, "controlplane.env");
+  return {
+    adminPassword: [join(etc, "bootstrap-credentials.txt"), controlplane],
+    openBaoToken: [controlplane],
+    openBaoNodeToken: [join(etc, "secrets", "openbao-node.token")],
+    dnsEncryptionKey: [join(etc, "axdnsd.env")],
+    postgresPassword: [join(dir, "podman-secrets", "stratum-postgres")],
+    openBaoUnsealKey: [],
+    nodeKey: [join(deliveryDir, "node.key")],
+  };
+}
+
+/** A machine directory after `joined`: the identity, the session, the public files and the node key. */
+export const JOINED_MACHINE_FILES = [
+  "cert.pem",
+  "delivery/bundle.json",
+  "delivery/ca.pem",
+  "delivery/node.crt",
+  "delivery/node.key",
+  "delivery/node.yaml",
+  "key.pem",
+  "session.json",
+];
+
+/**
+ * Asserts that every file under `roots` holding a secret's bytes is that secret's home in
+ * `homes` (a line of the node key's body: the node key's), and that each home is 0600.
+ */
+export function expectEachSecretAtHome(
+  secrets: Record<string, string>,
+  homes: Record<string, string[]>,
+  ...roots: string[]
+): void {
+  for (const [name, files] of Object.entries(whereSecretsAre(secrets, ...roots)))
+    expect(files, name).toEqual(homes[name] ?? homes[name.replace(/ line \d+$/, "")]);
+  for (const file of new Set(Object.values(homes).flat())) expect(statSync(file).mode & 0o777, file).toBe(0o600);
 }
