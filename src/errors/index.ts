@@ -35,9 +35,4 @@ export {
   type ReleaseVerificationRule,
   type ReleaseDownloadFailure,
 } from "./release.js";
-export {
-  SecretDestinationError,
-  TpmError,
-  type SecretDestinationErrorCode,
-  type TpmErrorReason,
-} from "./secrets.js";
+export { SecretDestinationError, TpmError, type SecretDestinationErrorCode, type TpmErrorReason } from "./secrets.js";
