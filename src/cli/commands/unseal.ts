@@ -25,8 +25,9 @@ export const unseal: CommandSpec = {
   flags: {},
   examples: [
     {
-      comment: "at boot: the unseal key straight into OpenBao",
-      command: "stratum-join unseal /var/lib/stratum-join/openbao-unseal.sealed | bao operator unseal -",
+      comment: "at boot: the unseal key straight into the local OpenBao (its /v1/sys/unseal), never in argv",
+      command:
+        "stratum-join unseal /var/lib/stratum-join/openbao-unseal.sealed | jq -Rc '{key: .}' | curl -sf --data @- http://127.0.0.1:8200/v1/sys/unseal",
     },
   ],
   load: async () => (await import("../actions/unseal.js")).runUnseal,
