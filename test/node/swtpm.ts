@@ -13,6 +13,8 @@ export interface Swtpm {
   /** The TCTI of tpm2-tools, for TPM2TOOLS_TCTI or `tpm.tcti`. */
   tcti: string;
   port: number;
+  /** The swtpm process's id (a benchmark reads its CPU time). */
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -83,6 +85,7 @@ export async function startSwtpm(): Promise<Swtpm> {
     return {
       tcti: `swtpm:host=127.0.0.1,port=${port}`,
       port,
+      pid: child.pid!,
       stop: async () => {
         if (child.exitCode === null) {
           child.kill("SIGTERM");
