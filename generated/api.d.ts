@@ -986,18 +986,25 @@ export interface components {
         /**
          * @description What an approved joiner receives when its turn comes, only over the channel pinned to its
          *     key: its node.yaml, built from the assignment, and the join bundle, with its transport
-         *     leaf issued for its node id.
+         *     leaf issued for its node id. A newer founder may add fields: a joiner keeps them (it
+         *     never drops what it does not know) and writes none without a home its installer names.
          */
         Delivery: {
             nodeId: string;
             nodeYaml: string;
             bundle: components["schemas"]["Bundle"];
+        } & {
+            [key: string]: unknown;
         };
         /** @enum {string} */
         NodeRole: "control-plane" | "hybrid" | "hypervisor" | "storage";
         /**
          * @description The join bundle: the cluster identity and secrets a joiner adopts, so that its
-         *     ClusterConfig matches the founder's.
+         *     ClusterConfig matches the founder's. A newer founder may add fields. A joiner keeps every
+         *     field it does not know (a field dropped by an older joiner's parser is how `networks` and
+         *     `labels` once went missing) and treats it as a secret: it reaches the installer, and is
+         *     written only where the installer says. Fields inside a public field (a member of `nodes`,
+         *     `vips`) are part of that field.
          */
         Bundle: {
             /**
@@ -1122,10 +1129,13 @@ export interface components {
              */
             membershipGeneration?: number;
             vips?: components["schemas"]["Vips"];
+        } & {
+            [key: string]: unknown;
         };
         /**
          * @description The cluster's keepalived service VIPs (HA installs). firstboot renders the joiner's
          *     keepalived from them, so that the API and Postgres VIPs match the rest of the cluster.
+         *     A joiner keeps the fields it does not know.
          */
         Vips: {
             /** @description Control-plane API VIP. */
@@ -1145,8 +1155,10 @@ export interface components {
              *     it follows the node whose chassis holds the VPC gateways. Absent on a bridged cluster.
              */
             providerGw?: string;
+        } & {
+            [key: string]: unknown;
         };
-        /** @description One cluster member, as a joiner peers with it. */
+        /** @description One cluster member, as a joiner peers with it. A joiner keeps the fields it does not know. */
         ClusterNode: {
             nodeId: string;
             role: components["schemas"]["NodeRole"];
@@ -1206,13 +1218,17 @@ export interface components {
              * @description The node's last boot duration (ms), when bootState is ready.
              */
             readyAfterMs?: number;
+        } & {
+            [key: string]: unknown;
         };
-        /** @description One traffic class's binding on a node. */
+        /** @description One traffic class's binding on a node. A joiner keeps the fields it does not know. */
         NetworkBinding: {
             /** @description The address this class uses on the node (a bare IP, not a CIDR). */
             ip: string;
             /** @description Host interface carrying the class, when one is declared. */
             interface?: string;
+        } & {
+            [key: string]: unknown;
         };
         /** @description One step of a join, as the joiner reported it. */
         Step: {

@@ -125,6 +125,14 @@ export const TARGET_FLAGS: Readonly<Record<string, FlagSpec>> = {
   code: { type: "string", value: "CODE", description: "the join code, instead of --url (with --endpoint)" },
 };
 
+/** The `--secrets` flag of every command that writes a delivery (src/cli/delivery.ts reads it). */
+export const SECRETS_FLAG: FlagSpec = {
+  type: "string",
+  value: "FILE",
+  description:
+    'where each secret of the delivery goes: JSON, field → {"file": PATH}, {"env": PATH, "name": NAME}, {"command": [ARGV…]} (the secret on stdin) or {"tpm": PATH} (sealed to this machine\'s TPM)',
+};
+
 /** Parses `args` for `spec`; unknown flags, missing values and wrong positional counts are `USAGE` errors. */
 export function parseCommandArgs(
   spec: CommandSpec,

@@ -125,8 +125,17 @@ export const EXIT_CODE_TABLE: readonly ExitCodeRow[] = [
   {
     exit: 13,
     summary: "refused as it stands: fix the input or wait",
-    meaning: "the request was refused as it stands: fix the input (see error.errors) or wait for another state",
-    codes: ["INVALID_INPUT", "JOIN_APPROVAL_REFUSED", "JOIN_STATE_CONFLICT", "RANGE_NOT_SATISFIABLE", "NO_UPGRADE"],
+    meaning:
+      "the request was refused as it stands: fix the input (see error.errors, or the secrets with no destination in error.fields) or wait for another state",
+    codes: [
+      "INVALID_INPUT",
+      "JOIN_APPROVAL_REFUSED",
+      "JOIN_STATE_CONFLICT",
+      "RANGE_NOT_SATISFIABLE",
+      "NO_UPGRADE",
+      "SECRET_DESTINATION_MISSING",
+      "SECRET_DESTINATION_INVALID",
+    ],
   },
   {
     exit: 14,
@@ -137,13 +146,17 @@ export const EXIT_CODE_TABLE: readonly ExitCodeRow[] = [
   {
     exit: 15,
     summary: "a local file or directory cannot be used",
-    meaning: "local state: the identity directory, session file, delivery directory or another file cannot be used",
+    meaning:
+      "local state: the identity directory, session file, delivery directory, a secret's destination, the TPM or another file cannot be used",
     codes: [
       "IDENTITY_INVALID",
       "IDENTITY_MISMATCH",
       "JOIN_SESSION_INVALID",
       "JOIN_SESSION_MISSING",
       "DELIVERY_WRITE_FAILED",
+      "SECRET_DESTINATION_FAILED",
+      "TPM_UNAVAILABLE",
+      "TPM_FAILED",
       "INVENTORY_FAILED",
       "INVENTORY_UNSUPPORTED",
       "FILE_ERROR",

@@ -181,7 +181,11 @@ export function commandHelp(spec: CommandSpec, layout: HelpLayout): string {
 
 /** Who runs which commands: the order and the headings of `stratum-join --help`. */
 export const COMMAND_GROUPS = [
-  { name: "joiner", title: "On the joining machine", words: ["code", "check", "register", "progress", "status"] },
+  {
+    name: "joiner",
+    title: "On the joining machine",
+    words: ["code", "check", "register", "progress", "status", "unseal"],
+  },
   { name: "release", title: "Releases: keys, signed manifests, verified downloads", words: ["release"] },
   { name: "admin", title: "On the founder: the admin API (join codes and joins)", words: ["admin"] },
 ] as const;

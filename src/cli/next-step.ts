@@ -37,6 +37,15 @@ const BY_CODE: Record<string, (doc: ErrorDocument, ctx: NextStepContext) => stri
       : "Look at the registration's state (stratum-join status --identity DIR): this needs another one.",
   IDENTITY_MISMATCH: () => "Use the --identity directory this machine registered with.",
   JOIN_SESSION_MISSING: () => "Register first: stratum-join register --identity DIR …",
+  SECRET_DESTINATION_MISSING: (_doc, ctx) =>
+    `Write a --secrets FILE naming a destination for each field listed, then run 'stratum-join ${ctx.command === "status" ? "status --write-delivery" : ctx.command || "register"} --secrets FILE' again (see --help).`,
+  SECRET_DESTINATION_INVALID: () => "Fix that field's destination in the --secrets file and run this again.",
+  SECRET_DESTINATION_FAILED: () =>
+    "Fix the destination named above (its directory, the command), then write the delivery again: stratum-join status --identity DIR --write-delivery --secrets FILE.",
+  TPM_UNAVAILABLE: () =>
+    'Check the TPM: /dev/tpmrm0 (or TPM2TOOLS_TCTI) and tpm2-tools. Without a TPM, a tpm destination may allow plaintext by name: "withoutTpm": "plaintext".',
+  TPM_FAILED: () =>
+    "Only the TPM that sealed the file unseals it: run this on that machine, with its TPM as it was when the delivery was written.",
   INVENTORY_FAILED: () =>
     "Give the inventory with --inventory FILE, or send none with --no-inventory (the approval then needs an assignment naming the NICs).",
   INVENTORY_UNSUPPORTED: () =>

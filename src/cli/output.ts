@@ -242,6 +242,9 @@ const FIELDS = [
   "attempts",
   "feature",
   "runtime",
+  // SecretDestinationError: the bundle fields concerned, and those already in their homes.
+  "fields",
+  "placed",
 ] as const;
 
 /** The JSON form of any error a command threw. */

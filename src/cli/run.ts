@@ -22,6 +22,7 @@ import { progress } from "./commands/progress.js";
 import { register } from "./commands/register.js";
 import { releaseDownload, releaseKeygen, releaseSign, releaseVerify } from "./commands/release.js";
 import { status } from "./commands/status.js";
+import { unseal } from "./commands/unseal.js";
 import { EXIT_OK } from "./exit-codes.js";
 import { commandHelp, exitCodesHelp, groupHelp, helpWidth, mainHelp, type HelpLayout } from "./help.js";
 import { Output, type CliIo } from "./output.js";
@@ -37,6 +38,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   register,
   progress,
   status,
+  unseal,
   releaseKeygen,
   releaseSign,
   releaseVerify,

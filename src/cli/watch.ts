@@ -11,17 +11,17 @@
  * @module
  */
 
-import { join } from "node:path";
 import { isFinalState } from "../core/join-states.js";
 import { retryDelay, sleep } from "../core/retry.js";
 import { RegistrationEndedError, StratumApiError, StratumError, TimeoutError } from "../errors/index.js";
-import { writeDelivery, type WrittenDelivery } from "../node/delivery.js";
+import type { WrittenDelivery } from "../node/delivery.js";
 import type { MachineIdentity } from "../node/identity.js";
+import type { SecretDestinations } from "../node/secret-destinations.js";
 import type { JoinSession } from "../node/join-session.js";
 import { watchRegistration } from "../node/registration.js";
 import type { JoinState, Registration } from "../types.js";
 import type { CommandContext } from "./args.js";
-import { IDENTITY_FILES } from "./files.js";
+import { writeDeliveryOf } from "./delivery.js";
 import { describeState } from "./joiner.js";
 
 // Between attempts while the listener is down: at least a second (so the countdown a person
@@ -110,10 +110,12 @@ export interface WaitOutcome {
 /**
  * Watches the registration until `until`, printing each change through `report` (pass the
  * reporter that printed the state before the wait, so that state is not printed again). The
- * first view that carries a delivery has it written to `DIR/delivery` (all files 0600),
- * whatever state is awaited: a machine waiting for `joined` must still keep what it was delivered.
+ * first view that carries a delivery has it written to `DIR/delivery` (public files and the node
+ * key, 0600) and its secrets to `secrets`' destinations, whatever state is awaited: a machine
+ * waiting for `joined` must still keep what it was delivered.
  * @throws RegistrationEndedError in a final state other than `until`; TimeoutError after
- *   `timeoutMs`; the signal's reason on Ctrl-C
+ *   `timeoutMs`; SecretDestinationError (a secret without a destination: nothing written) and
+ *   what `writeDelivery` throws; the signal's reason on Ctrl-C
  */
 export async function waitForState(
   ctx: CommandContext,
@@ -122,6 +124,8 @@ export async function waitForState(
     identity: MachineIdentity;
     dir: string;
     until: JoinState;
+    /** Where the delivery's secrets go (`--secrets`); without, a delivery that carries one is refused. */
+    secrets?: SecretDestinations | undefined;
     timeoutMs?: number | undefined;
     report?: ((view: Registration) => void) | undefined;
   },
@@ -147,12 +151,8 @@ export async function waitForState(
           failures = 0;
           outage.answered();
           report(view);
-          if (view.delivery && !delivery) {
-            delivery = await writeDelivery(join(options.dir, IDENTITY_FILES.delivery), view.delivery);
-            ctx.out.say(
-              `delivery for ${view.delivery.nodeId} written to ${join(options.dir, IDENTITY_FILES.delivery)} (0600)`,
-            );
-          }
+          if (view.delivery && !delivery)
+            delivery = await writeDeliveryOf(ctx, options.dir, view.delivery, options.secrets);
           if (view.state === options.until) return { registration: view, ...(delivery ? { delivery } : {}) };
           if (isFinalState(view.state)) throw new RegistrationEndedError(view);
         }

@@ -36,3 +36,4 @@ export {
   type ReleaseVerificationRule,
   type ReleaseDownloadFailure,
 } from "./release.js";
+export { SecretDestinationError, TpmError, type SecretDestinationErrorCode, type TpmErrorReason } from "./secrets.js";

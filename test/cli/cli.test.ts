@@ -16,6 +16,8 @@ import { signReleaseDirectory } from "../../src/release/manifest.js";
 import { COMMANDS, EXIT_CODE_TABLE, exitCodeForCode, runCli } from "../../src/cli/run.js";
 import { COMMON_FLAGS } from "../../src/cli/args.js";
 import { demoInventory, startHarness, type Harness } from "../node/harness.js";
+import { writeSecretsFile } from "../node/machine-secrets.js";
+import { startSwtpm, type Swtpm } from "../node/swtpm.js";
 import { insertJoinRow } from "../reference-server/helpers.js";
 import { startMirroredRelease, type MirroredRelease } from "../release/helpers/mirrored-release.js";
 
@@ -320,11 +322,13 @@ describe("against a reference server", () => {
     return file;
   };
 
+  let tpm: Swtpm;
   beforeAll(async () => {
-    h = await startHarness({ timing: { tickMs: 100 } });
+    [h, tpm] = await Promise.all([startHarness({ timing: { tickMs: 100 } }), startSwtpm()]);
     admin = ["--api", h.server.adminUrl];
   });
   afterAll(async () => {
+    await tpm?.stop();
     const all = outputs.join("\n");
     if (canonical) {
       expect(all).not.toContain(canonical);
@@ -528,19 +532,24 @@ describe("against a reference server", () => {
     expect(["approved", "delivering"]).toContain(approve.json.state);
 
     // The same identity registers again (same registration) and waits for its delivery.
-    const wait = await joiner([
-      "register",
-      "--url",
-      url,
-      "--identity",
-      dir,
-      "--release",
-      "0.6.0",
-      "--wait",
-      "delivering",
-      "--timeout",
-      "20",
-    ]);
+    const wait = await joiner(
+      [
+        "register",
+        "--url",
+        url,
+        "--identity",
+        dir,
+        "--release",
+        "0.6.0",
+        "--wait",
+        "delivering",
+        "--timeout",
+        "20",
+        "--secrets",
+        writeSecretsFile(join(tmp, "machine-1-homes")),
+      ],
+      { env: { TPM2TOOLS_TCTI: tpm.tcti } },
+    );
     expect(wait.code, wait.stderr).toBe(0);
     expect(wait.stdout).toContain("already registered");
     expect(wait.stdout).toContain("state delivering");

@@ -20,6 +20,7 @@ import {
   writeDelivery,
 } from "../../src/node/index.js";
 import type { Registration } from "../../src/index.js";
+import { sensitiveFields } from "../../generated/sensitive.js";
 import { demoInventory, eventually, startHarness, type Harness } from "./harness.js";
 
 let h: Harness;
@@ -159,7 +160,14 @@ describe("the joiner against the reference server", () => {
 
     const dir = mkdtempSync(join(tmpdir(), "stratum-delivery-"));
     try {
-      const written = await writeDelivery(join(dir, "delivery"), delivery);
+      // Each secret to the installer's own code (the other destinations: machine-keeps.e2e.test.ts).
+      const handed: Record<string, string> = {};
+      const secrets = Object.fromEntries(
+        sensitiveFields.Bundle.filter((f) => f !== "nodeKey").map((f) => [f, (v: string) => void (handed[f] = v)]),
+      );
+      const written = await writeDelivery(join(dir, "delivery"), delivery, { secrets });
+      for (const field of Object.keys(secrets))
+        expect(handed[field], field).toBe((delivery.bundle as unknown as Record<string, unknown>)[field]);
       expect(readFileSync(written.files.nodeKey!, "utf8")).toBe(delivery.bundle.nodeKey);
       for (const path of Object.values(written.files)) expect(statSync(path).mode & 0o777).toBe(0o600);
       expect(readFileSync(written.files.bundle!, "utf8")).not.toContain("PRIVATE KEY");

@@ -12,10 +12,12 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // @ts-expect-error: a plain JavaScript module of the scripts, without types
 import { packedProject } from "../../scripts/packed-project.mjs";
-import { createMachineIdentity, registerMachine } from "../../src/node/index.js";
+import { createMachineIdentity, registerMachine, unsealSecret } from "../../src/node/index.js";
 import { generateReleaseKeyPair } from "../../src/release/keys.js";
 import { signReleaseDirectory } from "../../src/release/manifest.js";
 import { demoInventory, startHarness, type Harness } from "../node/harness.js";
+import { fakePodman, startUnsealingHarness, whereSecretsAre } from "../node/machine-secrets.js";
+import { startSwtpm, type Swtpm } from "../node/swtpm.js";
 import { supplyConstants, yoursLines } from "./markdown.js";
 import {
   atReadmeLines,
@@ -35,7 +37,7 @@ const snippets = () => readmeSnippets(readme);
 /** The `const NAME = …; // yours:` constants this test supplies, per snippet. */
 const SUPPLIED_CONSTANTS: Partial<Record<Role, readonly string[]>> = {
   "stage-1": ["MACHINE_DIR", "RELEASE_KEY_FILE", "INSTALLED_RELEASE"],
-  "stage-2": ["MACHINE_DIR"],
+  "stage-2": ["MACHINE_DIR", "ETC"],
   console: ["API_URL"],
 };
 
@@ -115,6 +117,7 @@ describe("the README's snippets", () => {
 
 describe("the README's snippets against a reference server", () => {
   let h: Harness;
+  let tpm: Swtpm;
   let releases: string;
   let releaseKeyFile: string;
   beforeAll(async () => {
@@ -129,10 +132,13 @@ describe("the README's snippets against a reference server", () => {
     await signReleaseDirectory(dir, { release: "0.6.0", keys: [key.privateKeyPem] });
     releaseKeyFile = join(releases, "release-key.pem");
     writeFileSync(releaseKeyFile, key.publicKeyPem);
-    h = await startHarness({ releaseDir: releases, clusterRelease: "0.6.0", timing: { tickMs: 100 } });
+    [h, tpm] = await Promise.all([
+      startUnsealingHarness({ releaseDir: releases, clusterRelease: "0.6.0", timing: { tickMs: 100 } }),
+      startSwtpm(),
+    ]);
   });
   afterAll(async () => {
-    await h?.close();
+    await Promise.all([h?.close(), tpm?.stop()]);
     rmSync(releases, { recursive: true, force: true });
   });
 
@@ -172,12 +178,18 @@ describe("the README's snippets against a reference server", () => {
     });
 
     // Stage 2 waits; SIGTERM stops the wait cleanly (exit 130), and a new process picks it up.
-    const values = { MACHINE_DIR: JSON.stringify(machineDir) };
-    const stopped = startSnippet(runnable("stage-2", values), { cwd: work });
+    // Its system: /etc/stratum in the test's directory, this test's TPM, podman's stand-in.
+    const etc = join(work, "etc-stratum");
+    const bin = join(work, "bin");
+    mkdirSync(bin, { recursive: true });
+    fakePodman(join(bin, "podman"), join(work, "podman-secrets"));
+    const values = { MACHINE_DIR: JSON.stringify(machineDir), ETC: JSON.stringify(etc) };
+    const system = { TPM2TOOLS_TCTI: tpm.tcti, PATH: `${bin}:${process.env.PATH ?? "/usr/bin:/bin"}` };
+    const stopped = startSnippet(runnable("stage-2", values), { cwd: work, env: system });
     await stopped.waitFor(/^state pending$/);
     stopped.child.kill("SIGTERM");
     expect(await stopped.exited(), stopped.stderr()).toBe(130);
-    const stage2 = startSnippet(runnable("stage-2", values), { cwd: work });
+    const stage2 = startSnippet(runnable("stage-2", values), { cwd: work, env: system });
     await stage2.waitFor(/^state pending$/);
     await h.admin.approveNodeJoin(session.joinId);
     expect(await stage2.exited(), stage2.stderr()).toBe(0);
@@ -187,6 +199,20 @@ describe("the README's snippets against a reference server", () => {
     const joined = await h.admin.getNodeJoin(session.joinId);
     expect(joined.state).toBe("joined");
     expect(joined.logTail).toContain(`storage: installed with ${join(machineDir, "delivery", "node.yaml")}`);
+    // Each of the cluster's secrets in its home, the unseal key sealed to this TPM, and none in
+    // the machine directory.
+    const cluster = h.server.cluster.secrets;
+    expect(readFileSync(join(etc, "controlplane.env"), "utf8")).toBe(
+      `STRATUM_IAM_ADMIN_PASSWORD=${cluster.adminPassword}\nSTRATUM_OPENBAO_TOKEN=${cluster.openBaoToken}\n`,
+    );
+    expect(readFileSync(join(etc, "axdnsd.env"), "utf8")).toBe(`ENCRYPTION_KEY=${cluster.dnsEncryptionKey}\n`);
+    expect(readFileSync(join(work, "podman-secrets", "stratum-postgres"), "utf8")).toBe(cluster.postgresPassword);
+    const sealed = join(machineDir, "openbao-unseal.sealed");
+    expect((await unsealSecret(sealed, { tcti: tpm.tcti })).value).toBe(cluster.openBaoUnsealKey);
+    const found = whereSecretsAre({ ...cluster }, machineDir, etc);
+    expect(found.openBaoUnsealKey).toEqual([]);
+    expect(found.adminPassword).toEqual([join(etc, "bootstrap-credentials.txt"), join(etc, "controlplane.env")]);
+    expect(found.postgresPassword).toEqual([]);
   }, 400_000);
 
   it("the console: mints, shows the machine arriving, marks a refused field, approves, and ends its watch when the page goes", async () => {
