@@ -146,6 +146,27 @@ const CASES: Record<string, Case[]> = {
         ]),
     },
     {
+      name: "a 206 to a request that asked for no range is refused, even labelled truthfully",
+      faults: () => ({ kind: "partial-whole" }),
+      expect: { reason: "bad-response" },
+      check: (log, error) => {
+        expect(log.map((e) => [e.range, e.status])).toEqual([[undefined, 206]]);
+        expect((error as Error).message).toContain("answered 206 to a request without Range");
+      },
+    },
+    {
+      name: "a Content-Range ending past the file's last byte is refused on one connection",
+      faults: resetFirst(() => ({ kind: "range-end", by: 1 })),
+      expect: { reason: "bad-response" },
+      check: (log, error) => {
+        expect(log.map((e) => [e.range, e.status])).toEqual([
+          [undefined, 200],
+          [`bytes=${HALF}-`, 206],
+        ]);
+        expect((error as Error).message).toContain(`Content-Range "bytes ${HALF}-${SIZE}/${SIZE}"`);
+      },
+    },
+    {
       name: "a Content-Range with another total",
       faults: resetFirst(() => ({ kind: "range-total", total: SIZE + 1 })),
       expect: { reason: "bad-response" },

@@ -29,6 +29,10 @@ export type MirrorFault =
   | { kind: "range-from"; by: number }
   /** Label a 206 with another total. */
   | { kind: "range-total"; total: number }
+  /** Label a 206's Content-Range end `by` bytes past the last byte sent, without a Content-Length (chunked). */
+  | { kind: "range-end"; by: number }
+  /** Answer a request without Range with a 206 for the whole file, labelled truthfully. */
+  | { kind: "partial-whole" }
   /** Send this Content-Length instead of the true one. */
   | { kind: "content-length"; value: number }
   /** Send this ETag instead of the true one, and honour If-Range against it. */
@@ -195,6 +199,7 @@ export async function startMirror(options: MirrorOptions): Promise<Mirror> {
       res.end();
       return;
     }
+    if (!range && fault("partial-whole")) partial = true;
     if (range && ifRangeOk) {
       const match = /^bytes=(\d*)-(\d*)$/.exec(range.trim());
       if (match && (match[1] !== "" || match[2] !== "")) {
@@ -225,10 +230,11 @@ export async function startMirror(options: MirrorOptions): Promise<Mirror> {
     if (partial) {
       const shift = fault("shift-range")?.by ?? 0;
       const totalLabel = fault("range-total")?.total ?? size;
-      headers["content-range"] = `bytes ${start + shift}-${end - 1 + shift}/${totalLabel}`;
+      const endBy = fault("range-end")?.by ?? 0;
+      headers["content-range"] = `bytes ${start + shift}-${end - 1 + shift + endBy}/${totalLabel}`;
     }
     const gzip = fault("gzip");
-    const chunked = fault("truncate") || fault("extra") || fault("endless");
+    const chunked = fault("truncate") || fault("extra") || fault("endless") || fault("range-end");
     let body: Buffer | undefined;
     if (gzip) {
       body = gzipSync(await readSlice(file, replace?.body, start, end));
