@@ -8,8 +8,9 @@ import { Http1Error } from "./error.js";
 import { parseField } from "./fields.js";
 
 /**
- * Longest chunk-size or trailer line. A chunk size is at most 13 hex digits (below 2^53) and
- * extensions are rare and short: a line past this is not a response worth waiting for.
+ * Longest chunk-size or trailer line, its CR LF not counted. A chunk size is at most 13 hex
+ * digits (below 2^53) and extensions are rare and short: a line past this is not a response
+ * worth waiting for.
  */
 const MAX_LINE = 4096;
 /**
@@ -18,7 +19,10 @@ const MAX_LINE = 4096;
  * of what keeps a source from holding a body open with them.
  */
 export const MAX_TRAILER_FIELDS = 16;
-/** Most bytes of the trailer section, line ends included: a few checksums or statuses fit many times over. */
+/**
+ * Most bytes of the trailer fields, each line's CR LF included (the blank line that ends the
+ * section is not counted): a few checksums or statuses fit many times over.
+ */
 export const MAX_TRAILER_BYTES = 4096;
 
 /**
@@ -69,9 +73,11 @@ export class ChunkedDecoder {
       }
       const newline = bytes.indexOf(0x0a, i);
       this.line += Buffer.from(bytes.subarray(i, newline < 0 ? bytes.length : newline)).toString("latin1");
-      if (this.line.length > MAX_LINE)
+      // `line` holds the CR before the LF once it has come (+ 1): both bounds refuse a line that
+      // will never fit as soon as it is past them, without waiting for its end
+      if (this.line.length > MAX_LINE + 1)
         throw new Http1Error("HTTP1_PARSE", `a chunk-size or trailer line longer than ${MAX_LINE} bytes`);
-      if (this.state === "trailers" && this.trailerBytes + this.line.length > MAX_TRAILER_BYTES)
+      if (this.state === "trailers" && this.trailerBytes + this.line.length > MAX_TRAILER_BYTES + 1)
         throw new Http1Error("HTTP1_PARSE", `a trailer section longer than ${MAX_TRAILER_BYTES} bytes`);
       if (newline < 0) return bytes.length;
       i = newline + 1;
