@@ -16,6 +16,8 @@ export default tseslint.config(
       "test/node/inventory/fixtures/",
       "api/",
       "docs/api/",
+      ".stryker-tmp/",
+      "reports/",
     ],
   },
   js.configs.recommended,

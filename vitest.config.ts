@@ -19,7 +19,7 @@ export default defineConfig({
   },
   test: {
     include: ["test/**/*.test.ts", "examples/**/*.test.ts"],
-    exclude: ["**/node_modules/**", "examples/console/dist/**"],
+    exclude: ["**/node_modules/**", "examples/console/dist/**", ".stryker-tmp/**"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",

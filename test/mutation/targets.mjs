@@ -1,0 +1,16 @@
+// The rule-bearing source files `npm run test:mutation` mutates, each with the test files that
+// hold its rules. Adding a file is one line. Only these tests run against the mutants: a file's
+// score says how well its own tests pin its rules, not whether some end-to-end test happens to
+// trip over a mutant (and the run stays minutes, not hours).
+
+/** @type {Readonly<Record<string, readonly string[]>>} */
+export const MUTATION_TARGETS = Object.freeze({
+  "src/core/join-code.ts": ["test/core/join-code.test.ts"],
+  "src/core/pairing.ts": ["test/core/pairing.test.ts"],
+  "src/release/manifest-rules.ts": ["test/release/manifest.test.ts", "test/release/verify.test.ts"],
+  "src/release/verify.ts": ["test/release/manifest.test.ts", "test/release/verify.test.ts"],
+  "src/release/dsse.ts": ["test/release/manifest.test.ts", "test/release/verify.test.ts"],
+  "src/release/http1/chunked.ts": ["test/release/http1.test.ts", "test/release/http1-fuzz.test.ts"],
+  "src/release/http1/head.ts": ["test/release/http1.test.ts", "test/release/http1-fuzz.test.ts"],
+  "src/release/proxy.ts": ["test/release/proxy-env.test.ts", "test/release/proxy.test.ts"],
+});
