@@ -43,7 +43,7 @@ function luhnSum(symbols: string, doubleRightmost: boolean): number {
   let sum = 0;
   let double = doubleRightmost;
   for (let i = symbols.length - 1; i >= 0; i--) {
-    let value = symbolValue(symbols[i] ?? "");
+    let value = symbolValue(symbols.charAt(i));
     if (double) {
       value *= 2;
       value = Math.floor(value / N) + (value % N);
@@ -140,10 +140,8 @@ export function parseJoinCode(input: string): JoinCode {
 function uniqueSwapSuggestion(code: string): string | undefined {
   let found: string | undefined;
   for (let i = 0; i + 1 < code.length; i++) {
-    const a = code[i];
-    const b = code[i + 1];
-    if (a === b) continue;
-    const swapped = code.slice(0, i) + b + a + code.slice(i + 2);
+    // swapping two equal symbols gives `code` back, which does not check
+    const swapped = code.slice(0, i) + code.charAt(i + 1) + code.charAt(i) + code.slice(i + 2);
     if (!checks(swapped)) continue;
     if (found !== undefined) return undefined;
     found = swapped;

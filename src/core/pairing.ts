@@ -86,10 +86,9 @@ const FINGERPRINT = /^[0-9A-F]{2}(?::[0-9A-F]{2}){31}$/;
 
 /** A SHA-256 fingerprint in colon hex, upper-cased; refused when it is not 32 pairs. */
 function normalizeFingerprint(value: string, name: string): string {
-  const upper = typeof value === "string" ? value.toUpperCase() : "";
-  if (!FINGERPRINT.test(upper))
+  if (typeof value !== "string" || !FINGERPRINT.test(value.toUpperCase()))
     throw invalid(`${name} is not a SHA-256 fingerprint in colon hex (32 pairs like 7D:9F:…)`);
-  return upper;
+  return value.toUpperCase();
 }
 
 function lengthPrefixed(field: Uint8Array): Uint8Array<ArrayBuffer> {
@@ -169,9 +168,10 @@ export async function verifyBinding(
   headerValue: string | null | undefined,
 ): Promise<boolean> {
   if (typeof headerValue !== "string") return false;
+  const text = headerValue.trim();
   let mac: Uint8Array<ArrayBuffer>;
   try {
-    mac = fromBase64(headerValue.trim());
+    mac = fromBase64(text);
   } catch {
     return false;
   }

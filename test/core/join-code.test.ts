@@ -330,3 +330,34 @@ describe("refusals", () => {
     expect(caught(() => formatJoinCode("")).reason).toBe("empty");
   });
 });
+
+describe("every refusal says what is wrong, without the code", () => {
+  it("a missing code (nothing, or not a string) is `empty`", () => {
+    for (const input of [undefined, null, 12345, ["4F7K2Q9MABD"]]) {
+      const e = caught(() => parseJoinCode(input as unknown as string));
+      expect(e.reason).toBe("empty");
+      expect(e.message).toBe("no join code was given");
+      expect(isJoinCode(input as unknown as string)).toBe(false);
+    }
+    expect(caught(() => parseJoinCode(" - ")).message).toBe("no join code was given");
+  });
+
+  it("a wrong length says how many symbols a code has and how many were typed", () => {
+    expect(caught(() => parseJoinCode("4F7K-2Q9M-ABDD")).message).toBe(
+      "a join code has 11 symbols (XXXX-XXXX-XXX), this one has 12",
+    );
+  });
+
+  it("a wrong check symbol with no single swap to blame says a symbol is mistyped", () => {
+    const e = caught(() => parseJoinCode("4F7K-2Q9M-AB0"));
+    expect(e.suggestion).toBeUndefined();
+    expect(e.message).toBe("the join code's check symbol does not match: a symbol is mistyped");
+  });
+
+  it("computeCheckSymbol names the character and the length it refuses", () => {
+    expect(caught(() => computeCheckSymbol("4F7K2Q9MA")).message).toBe("a join code's data is 10 symbols, not 9");
+    expect(caught(() => computeCheckSymbol("4F7K2Q9MAU")).message).toMatch(
+      /^the character "U" \(U\+0055\) at position 10 is not a canonical join-code symbol \(upper-case Crockford base32\)$/,
+    );
+  });
+});

@@ -306,3 +306,116 @@ describe("base64", () => {
     expect(hex(fromBase64Url("AA"))).toBe("00");
   });
 });
+
+describe("every input of the binding is checked, and a refusal names it", () => {
+  /** The INVALID_ARGUMENT a promise rejects with: its message. */
+  const invalidArgument = async (run: () => Promise<unknown>): Promise<string> => {
+    const error = await run().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(StratumError.is(error), String(error)).toBe(true);
+    expect((error as StratumError).code).toBe("INVALID_ARGUMENT");
+    return (error as StratumError).message;
+  };
+  const transcriptOf = (patch: Record<string, unknown>) => () =>
+    bindingTranscript({ ...transcriptInput(), ...patch } as Parameters<typeof bindingTranscript>[0]);
+
+  it("the session and the founder's time are non-empty strings", async () => {
+    for (const session of ["", undefined, 7]) {
+      expect(await invalidArgument(transcriptOf({ session }))).toBe("the PAKE session is empty");
+    }
+    for (const serverTime of ["", undefined, Date.parse(SERVER_TIME)]) {
+      expect(await invalidArgument(transcriptOf({ serverTime }))).toBe("the PAKE answer's serverTime is empty");
+    }
+  });
+
+  it("KE1 and KE2 are non-empty bytes", async () => {
+    for (const ke1 of [new Uint8Array(0), "ke1", undefined]) {
+      expect(await invalidArgument(transcriptOf({ ke1 }))).toBe("ke1 is empty");
+    }
+    for (const ke2 of [new Uint8Array(0), "ke2", undefined]) {
+      expect(await invalidArgument(transcriptOf({ ke2 }))).toBe("ke2 is empty");
+    }
+  });
+
+  it("the TLS exporter is exactly 32 bytes", async () => {
+    for (const exporter of [seq(31, 0), seq(33, 0), "x".repeat(32), undefined]) {
+      expect(await invalidArgument(transcriptOf({ exporter }))).toBe("the TLS exporter must be 32 bytes");
+    }
+  });
+
+  it("a fingerprint is exactly 32 colon-hex pairs, and the refusal names which one is wrong", async () => {
+    const notFingerprints = [
+      `${CA_FP}:00`, // 33 pairs
+      `00:${CA_FP}`,
+      CA_FP.slice(3), // 31 pairs
+      `X${CA_FP}`,
+      `${CA_FP}X`,
+      `${CA_FP}\n`,
+      CA_FP.replace(/:/g, "-"),
+      CA_FP.replace("69", "6G"),
+      undefined,
+      32,
+    ];
+    for (const caFingerprint of notFingerprints) {
+      expect(await invalidArgument(transcriptOf({ caFingerprint }))).toBe(
+        "caFingerprint is not a SHA-256 fingerprint in colon hex (32 pairs like 7D:9F:…)",
+      );
+    }
+    for (const clientKeyFingerprint of notFingerprints) {
+      expect(await invalidArgument(transcriptOf({ clientKeyFingerprint }))).toMatch(
+        /^clientKeyFingerprint is not a SHA-256 fingerprint/,
+      );
+    }
+    const keys = await deriveBindingKeys(SESSION_KEY);
+    expect(await invalidArgument(() => derivePairingCode(keys.pairingKey, `${KEY_FP}:00`))).toMatch(
+      /^clientKeyFingerprint is not a SHA-256 fingerprint/,
+    );
+    // either case is the same fingerprint
+    expect(await derivePairingCode(keys.pairingKey, KEY_FP.toLowerCase())).toBe(VECTORS.pairingCode);
+  });
+
+  it("the session key and every HMAC key are non-empty bytes", async () => {
+    for (const key of [new Uint8Array(0), "key", undefined]) {
+      expect(await invalidArgument(() => deriveBindingKeys(key as Uint8Array))).toBe("the OPAQUE session key is empty");
+    }
+    const t = await bindingTranscript(transcriptInput());
+    for (const key of [new Uint8Array(0), "key" as unknown as Uint8Array]) {
+      expect(await invalidArgument(() => clientBinding(key, t))).toBe("the HMAC key is empty");
+      expect(await invalidArgument(() => serverBinding(key, t))).toBe("the HMAC key is empty");
+      expect(await invalidArgument(() => verifyBinding(key, t, VECTORS.clientBinding))).toBe("the HMAC key is empty");
+      expect(await invalidArgument(() => derivePairingCode(key, KEY_FP))).toBe("the HMAC key is empty");
+    }
+  });
+});
+
+describe("a pairing code refusal says what is wrong", () => {
+  const refusal = (input: unknown): PairingCodeError => {
+    try {
+      parsePairingCode(input as string);
+    } catch (e) {
+      expect(e).toBeInstanceOf(PairingCodeError);
+      return e as PairingCodeError;
+    }
+    throw new Error("expected a refusal");
+  };
+
+  it("nothing, or not a string, is `empty`", () => {
+    for (const input of ["", " - ", undefined, null, 123456]) {
+      const e = refusal(input);
+      expect(e.reason).toBe("empty");
+      expect(e.message).toBe("no pairing code was given");
+    }
+  });
+
+  it("a wrong length says how many symbols a pairing code has", () => {
+    expect(refusal("ABC-DEFG").message).toBe("a pairing code has 6 symbols (XXX-XXX), this one has 7");
+  });
+
+  it("a character outside the alphabet is named with its position", () => {
+    expect(refusal("ABC-DUF").message).toBe(
+      'the character "U" (U+0055) at position 6 is not part of a pairing code (Crockford base32: 0-9 and A-Z without U)',
+    );
+  });
+});
