@@ -7,9 +7,14 @@
 import { describe, expect, it } from "vitest";
 import { ChunkedDecoder, MAX_TRAILER_BYTES, MAX_TRAILER_FIELDS } from "../../src/release/http1/chunked.js";
 import { Http1Error } from "../../src/release/http1/error.js";
-import { findHeadEnd, framingOf, parseHead, requestText } from "../../src/release/http1/head.js";
+import { findHeadEnd, framingOf, parseHead, requestText as requestHead } from "../../src/release/http1/head.js";
+import type { Http1GetOptions } from "../../src/release/http1/index.js";
 
 const bytes = (text: string) => Buffer.from(text, "latin1");
+
+/** The request head of what a request names (the head needs no connector). */
+const requestText = (request: Pick<Http1GetOptions, "path" | "authority" | "headers">) =>
+  requestHead(request as Http1GetOptions);
 
 /** Expects `run` to throw HTTP1_PARSE with `message` in its message. */
 function parseError(run: () => unknown, message: string | RegExp): void {
@@ -264,6 +269,14 @@ describe("the response head ends at its first blank line; every line ends in CR 
       expect(findHeadEnd(head.subarray(0, split), -3)).toBeUndefined();
       expect(findHeadEnd(head, split - 3)).toBe(head.length - 2);
     }
+  });
+
+  it("searches from the index given: a blank line before it is not this head's end", () => {
+    const two = bytes("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n\r\n");
+    const first = "HTTP/1.1 100 Continue\r\n".length;
+    expect(findHeadEnd(two, 0)).toBe(first);
+    expect(findHeadEnd(two, first + 2)).toBe(two.length - 2);
+    expect(findHeadEnd(two, two.length)).toBeUndefined();
   });
 
   it("refuses a bare LF anywhere in the head", () => {

@@ -29,28 +29,24 @@ export type Framing =
  * parser is one a response can be crafted against).
  */
 export function findHeadEnd(bytes: Uint8Array, from: number): number | undefined {
-  for (let i = Math.max(from, 0); i < bytes.length; i++) {
-    if (bytes[i] !== 0x0a) continue;
+  for (let i = bytes.indexOf(0x0a, Math.max(from, 0)); i >= 0; i = bytes.indexOf(0x0a, i + 1)) {
     if (bytes[i - 1] !== 0x0d) throw new Http1Error("HTTP1_PARSE", "a line of the response head ends in a bare LF");
-    // the blank line: the CR LF right after the previous line's
-    if (i >= 3 && bytes[i - 2] === 0x0a && bytes[i - 3] === 0x0d) return i - 1;
-    if (i === 1) return 0;
+    // the blank line: the CR LF at the very start, or right after the previous line's
+    if (i === 1 || (bytes[i - 2] === 0x0a && bytes[i - 3] === 0x0d)) return i - 1;
   }
   return undefined;
 }
 
 /** The status and header fields of a head's text (its lines, without the blank line); throws {@link Http1Error}. */
 export function parseHead(text: string): { status: number; headers: Http1Headers } {
-  const lines = text.split("\r\n");
+  // split gives at least one string
+  const [first, ...fieldLines] = text.split("\r\n") as [string, ...string[]];
   // 1xx to 5xx and the codes above that llhttp takes; 0xx is no status at all
-  const statusLine = /^HTTP\/1\.[01] ([1-9]\d\d)(?: [\t\x20-\x7e\x80-\xff]*)?$/.exec(lines[0] ?? "");
+  const statusLine = /^HTTP\/1\.[01] ([1-9]\d\d)(?: [\t\x20-\x7e\x80-\xff]*)?$/.exec(first);
   if (!statusLine)
-    throw new Http1Error(
-      "HTTP1_PARSE",
-      `not an HTTP/1.1 status line: ${JSON.stringify((lines[0] ?? "").slice(0, 80))}`,
-    );
+    throw new Http1Error("HTTP1_PARSE", `not an HTTP/1.1 status line: ${JSON.stringify(first.slice(0, 80))}`);
   const headers: Http1Headers = {};
-  for (const line of lines.slice(1)) {
+  for (const line of fieldLines) {
     const { name, value } = parseField(line);
     const seen = headers[name];
     headers[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value];
