@@ -7,10 +7,14 @@
 export const MUTATION_TARGETS = Object.freeze({
   "src/core/join-code.ts": ["test/core/join-code.test.ts"],
   "src/core/pairing.ts": ["test/core/pairing.test.ts"],
-  "src/release/manifest-rules.ts": ["test/release/manifest.test.ts", "test/release/verify.test.ts"],
-  "src/release/verify.ts": ["test/release/manifest.test.ts", "test/release/verify.test.ts"],
-  "src/release/dsse.ts": ["test/release/manifest.test.ts", "test/release/verify.test.ts"],
-  "src/release/http1/chunked.ts": ["test/release/http1.test.ts", "test/release/http1-fuzz.test.ts"],
-  "src/release/http1/head.ts": ["test/release/http1.test.ts", "test/release/http1-fuzz.test.ts"],
+  "src/release/manifest-rules.ts": ["test/release/manifest-rules.test.ts", "test/release/verify.test.ts"],
+  "src/release/verify.ts": [
+    "test/release/verify-rules.test.ts",
+    "test/release/verify.test.ts",
+    "test/release/manifest.test.ts",
+  ],
+  "src/release/dsse.ts": ["test/release/verify-rules.test.ts", "test/release/manifest.test.ts"],
+  "src/release/http1/chunked.ts": ["test/release/http1-framing.test.ts", "test/release/http1.test.ts"],
+  "src/release/http1/head.ts": ["test/release/http1-framing.test.ts", "test/release/http1.test.ts"],
   "src/release/proxy.ts": ["test/release/proxy-env.test.ts", "test/release/proxy.test.ts"],
 });

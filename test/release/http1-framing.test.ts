@@ -253,6 +253,12 @@ describe("the response head ends at its first blank line; every line ends in CR 
     expect(findHeadEnd(bytes(`${head}\r\n\r\n`), 0)).toBe(head.length - 2);
   });
 
+  it("a CR inside a line ends no line, and so no head", () => {
+    const head = "HTTP/1.1 200 O\rK\r\nA: b\r\n\r\n";
+    expect(findHeadEnd(bytes(head), 0)).toBe(head.length - 2);
+    expect(findHeadEnd(bytes("HTTP/1.1 200 O\rK\r\n"), 0)).toBeUndefined();
+  });
+
   it("is undefined while the blank line has not come", () => {
     expect(findHeadEnd(bytes("HTTP/1.1 200 OK\r\nA: b\r\n"), 0)).toBeUndefined();
     expect(findHeadEnd(bytes("HTTP/1.1 200 OK\r\nA: b\r\n\r"), 0)).toBeUndefined();
