@@ -31,11 +31,7 @@ export interface DsseEnvelope {
  * signature, so a signature made for another type cannot be replayed as a manifest.
  */
 export function preAuthEncoding(payloadType: string, payload: Uint8Array): Buffer {
-  const type = Buffer.from(payloadType, "utf8");
-  return Buffer.concat([
-    Buffer.from(`DSSEv1 ${type.length} `, "ascii"),
-    type,
-    Buffer.from(` ${payload.length} `, "ascii"),
-    payload,
-  ]);
+  // UTF-8 throughout: the lengths are ASCII digits, the type UTF-8 as DSSE says
+  const type = Buffer.from(payloadType);
+  return Buffer.concat([Buffer.from(`DSSEv1 ${type.length} `), type, Buffer.from(` ${payload.length} `), payload]);
 }

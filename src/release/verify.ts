@@ -8,7 +8,7 @@ import { verify as cryptoVerify } from "node:crypto";
 import { constants as fsc } from "node:fs";
 import { lstat, open } from "node:fs/promises";
 import { join } from "node:path";
-import { preAuthEncoding, RELEASE_MANIFEST_PAYLOAD_TYPE, type DsseEnvelope, type DsseSignature } from "./dsse.js";
+import { preAuthEncoding, RELEASE_MANIFEST_PAYLOAD_TYPE } from "./dsse.js";
 import { ReleaseArgumentError, ReleaseVerificationError } from "../errors/index.js";
 import { importReleasePublicKey, type ReleasePublicKey, type ReleasePublicKeyInput } from "./keys.js";
 import type { ReleaseFile, ReleaseManifest } from "./manifest-types.js";
@@ -60,7 +60,7 @@ export function verifyReleaseManifest(
   const { trusted, threshold } = checkTrustOptions(options);
 
   // 1. size cap, before anything reads the bytes
-  const bytes = typeof envelope === "string" ? Buffer.from(envelope, "utf8") : envelope;
+  const bytes = typeof envelope === "string" ? Buffer.from(envelope) : envelope;
   if (bytes.length > limits.maxEnvelopeBytes) {
     throw new ReleaseVerificationError(
       "envelope-size",
@@ -70,7 +70,7 @@ export function verifyReleaseManifest(
   const parsed = parseEnvelope(bytes, limits);
 
   // 2. signatures by distinct trusted keys
-  const signedBy = verifySignatures(parsed.envelope, parsed.payload, trusted);
+  const signedBy = verifySignatures(parsed.payloadType, parsed.payload, parsed.signatures, trusted);
   if (signedBy.length < threshold) {
     throw new ReleaseVerificationError(
       "signature-threshold",
@@ -79,7 +79,7 @@ export function verifyReleaseManifest(
   }
 
   // 3. payloadType: signed, but a signature for another type of document is no manifest
-  if (parsed.envelope.payloadType !== RELEASE_MANIFEST_PAYLOAD_TYPE) {
+  if (parsed.payloadType !== RELEASE_MANIFEST_PAYLOAD_TYPE) {
     throw new ReleaseVerificationError(
       "payload-type",
       `the envelope's payloadType is not ${RELEASE_MANIFEST_PAYLOAD_TYPE}`,
@@ -204,10 +204,11 @@ function prepareTrustedKeys(inputs: readonly ReleasePublicKeyInput[]): ReleasePu
   return [...byId.values()];
 }
 
+/** The envelope's parts: its payloadType, the payload's bytes, and each signature's `sig` (the keyid, a hint, is not kept). */
 function parseEnvelope(
   bytes: Uint8Array,
   limits: Required<ReleaseLimits>,
-): { envelope: DsseEnvelope; payload: Buffer } {
+): { payloadType: string; payload: Buffer; signatures: string[] } {
   const fail = (why: string): never => {
     throw new ReleaseVerificationError("envelope-parse", `the manifest is not a DSSE envelope: ${why}`);
   };
@@ -227,7 +228,7 @@ function parseEnvelope(
   if (!payloadBytes) return fail("payload is not canonical base64");
   if (!Array.isArray(signatures)) return fail("signatures is not an array");
   if (signatures.length > limits.maxSignatures) return fail(`more than ${limits.maxSignatures} signatures`);
-  const sigs: DsseSignature[] = [];
+  const sigs: string[] = [];
   for (const sig of signatures) {
     if (
       !isPlainObject(sig) ||
@@ -236,26 +237,29 @@ function parseEnvelope(
     ) {
       return fail("a signature is not { keyid, sig }");
     }
-    sigs.push({ keyid: typeof sig.keyid === "string" ? sig.keyid : "", sig: sig.sig });
+    sigs.push(sig.sig);
   }
-  return { envelope: { payloadType, payload, signatures: sigs }, payload: payloadBytes };
+  return { payloadType, payload: payloadBytes, signatures: sigs };
 }
 
-function verifySignatures(envelope: DsseEnvelope, payload: Buffer, trusted: ReleasePublicKey[]): string[] {
-  const pae = preAuthEncoding(envelope.payloadType, payload);
+/**
+ * The keyids of the trusted keys that signed the PAE. The keyid an envelope gives is only a hint,
+ * so every trusted key is tried on every signature (at most maxSignatures of them, against a
+ * trust store of a few keys: a few milliseconds); a key counts once however often it signed.
+ */
+function verifySignatures(
+  payloadType: string,
+  payload: Buffer,
+  signatures: readonly string[],
+  trusted: readonly ReleasePublicKey[],
+): string[] {
+  const pae = preAuthEncoding(payloadType, payload);
   const signers = new Set<string>();
-  for (const { keyid, sig } of envelope.signatures) {
+  for (const sig of signatures) {
     const signature = decodeBase64Strict(sig);
-    if (!signature || signature.length !== 64) continue;
-    // the keyid only orders the attempts; whichever trusted key verifies is the signer
-    const candidates = [...trusted].sort((a, b) => Number(b.keyid === keyid) - Number(a.keyid === keyid));
-    for (const key of candidates) {
-      if (signers.has(key.keyid)) continue;
-      if (cryptoVerify(null, pae, key.key, signature)) {
-        signers.add(key.keyid);
-        break;
-      }
-    }
+    // an Ed25519 signature is 64 bytes; anything else is no signature
+    if (signature?.length !== 64) continue;
+    for (const key of trusted) if (cryptoVerify(null, pae, key.key, signature)) signers.add(key.keyid);
   }
   return [...signers];
 }
@@ -298,8 +302,7 @@ function parseManifestPayload(payload: Uint8Array): ReleaseManifest {
     if (!isPlainObject(file) || !hasExactly(file, ["path", "size", "sha256"]))
       return fail(`files[${i}] is not { path, size, sha256 }`);
     if (typeof file.path !== "string") return fail(`files[${i}].path is not a string`);
-    if (typeof file.size !== "number" || !Number.isInteger(file.size) || file.size < 0)
-      return fail(`files[${i}].size is not a byte count`);
+    if (!isByteCount(file.size)) return fail(`files[${i}].size is not a byte count`);
     if (typeof file.sha256 !== "string" || !/^[0-9a-f]{64}$/.test(file.sha256))
       return fail(`files[${i}].sha256 is not lower-case hex SHA-256`);
     files.push({ path: file.path, size: file.size, sha256: file.sha256 });
@@ -313,10 +316,18 @@ function decodeUtf8(bytes: Uint8Array): string {
   return UTF8.decode(bytes);
 }
 
+/**
+ * The bytes of canonical base64 (standard alphabet, padded, nothing else), or undefined. Node's
+ * decoder skips what is not base64; the text is canonical when it is exactly what encoding the
+ * decoded bytes gives back.
+ */
 function decodeBase64Strict(text: string): Buffer | undefined {
-  if (text.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(text)) return undefined;
   const bytes = Buffer.from(text, "base64");
   return bytes.toString("base64") === text ? bytes : undefined;
+}
+
+function isByteCount(value: unknown): value is number {
+  return Number.isInteger(value) && (value as number) >= 0;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
