@@ -52,7 +52,7 @@ export const DEFAULT_RELEASE_LIMITS: Readonly<Required<ReleaseLimits>> = Object.
 export function releasePathProblem(path: string): string | undefined {
   if (typeof path !== "string" || path.length === 0) return "an empty path";
   // well inside PATH_MAX (4096) once joined to any destination directory
-  if (Buffer.byteLength(path, "utf8") > 1024) return "a path longer than 1024 bytes";
+  if (Buffer.byteLength(path) > 1024) return "a path longer than 1024 bytes";
   if (path.includes("\0")) return "a NUL byte";
   if (path.includes("\\")) return "a backslash (paths are POSIX)";
   // eslint-disable-next-line no-control-regex -- control characters are what this refuses
@@ -64,9 +64,10 @@ export function releasePathProblem(path: string): string | undefined {
     if (segment === "..") return "a .. segment";
     if (segment === ".") return "a . segment";
     // NAME_MAX of the usual file systems: a longer name could be written on no joiner
-    if (Buffer.byteLength(segment, "utf8") > 255) return "a path segment longer than 255 bytes";
+    if (Buffer.byteLength(segment) > 255) return "a path segment longer than 255 bytes";
   }
-  if (!RELEASE_FILE_ROOTS.some((root) => path.startsWith(root) && path.length > root.length)) {
+  // a path that is only a root ends in "/", an empty segment refused above
+  if (!RELEASE_FILE_ROOTS.some((root) => path.startsWith(root))) {
     return "a path outside os/blobs/ and sysext/";
   }
   if (path.endsWith(PARTIAL_SUFFIX)) return `a path ending in ${PARTIAL_SUFFIX} (reserved for staging)`;

@@ -63,7 +63,8 @@ export function chooseProxy(
  * `http://`, as curl does). Credentials are percent-decoded into a Basic authorization.
  */
 export function parseProxyUrl(value: string, from: string): HttpProxy {
-  const text = /^[a-z][a-z0-9+.-]*:\/\//i.test(value) ? value : `http://${value}`;
+  // a host:port (or user:password@host:port) never holds "://"
+  const text = value.includes("://") ? value : `http://${value}`;
   let url: URL;
   try {
     url = new URL(text);
@@ -75,7 +76,8 @@ export function parseProxyUrl(value: string, from: string): HttpProxy {
     throw new ReleaseArgumentError(
       `${from} names ${display}: only an http:// proxy is supported (the mirror's TLS runs inside its CONNECT tunnel)`,
     );
-  if ((url.pathname !== "/" && url.pathname !== "") || url.search || url.hash)
+  // an http: URL's path is never empty: "/" when it names none
+  if (url.pathname !== "/" || url.search || url.hash)
     throw new ReleaseArgumentError(
       `${from} names ${display} with a path: a proxy URL is http://[user:password@]host[:port]`,
     );
@@ -89,9 +91,9 @@ export function parseProxyUrl(value: string, from: string): HttpProxy {
     } catch {
       throw new ReleaseArgumentError(`${from}: the credentials of ${display} are not valid percent-encoding`);
     }
-    authorization = `Basic ${Buffer.from(credentials, "utf8").toString("base64")}`;
+    authorization = `Basic ${Buffer.from(credentials).toString("base64")}`;
   }
-  return { host, port, display: `http://${url.host}`, ...(authorization === undefined ? {} : { authorization }) };
+  return { host, port, authorization, display: `http://${url.host}` };
 }
 
 /**
@@ -108,8 +110,8 @@ export function parseProxyUrl(value: string, from: string): HttpProxy {
 export function bypassesProxy(noProxy: string, host: string, port: number): boolean {
   const target = normaliseHost(host);
   const targetIp = isIP(target);
-  for (const raw of noProxy.toLowerCase().split(/[\s,]+/)) {
-    if (raw === "") continue;
+  // an empty entry (two separators in a row) is malformed, as splitPort says
+  for (const raw of noProxy.toLowerCase().split(/[\s,]/)) {
     if (raw === "*") return true;
     const entry = splitPort(raw);
     if (entry === undefined) continue;
@@ -136,7 +138,8 @@ export function bypassesProxy(noProxy: string, host: string, port: number): bool
 function normaliseHost(host: string): string {
   const lower = host.toLowerCase();
   const bare = lower.startsWith("[") && lower.endsWith("]") ? lower.slice(1, -1) : lower;
-  return isIP(bare) === 0 ? bare.replace(/\.$/, "") : bare;
+  // no IP literal ends in a dot
+  return bare.replace(/\.$/, "");
 }
 
 /** `host`, `host:port`, `[v6]`, `[v6]:port`, a bare IPv6 literal or a CIDR; undefined when malformed. */

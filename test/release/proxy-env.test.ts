@@ -116,3 +116,90 @@ describe("the proxy of a mirror request", () => {
     }
   });
 });
+
+describe("NO_PROXY entries: only well-formed ones match", () => {
+  const cases: Array<[noProxy: string, host: string, port: number, bypass: boolean]> = [
+    // an entry that is only a dot or a wildcard dot names no domain
+    [".", "example.com", 443, false],
+    ["*.", "example.com", 443, false],
+    [".", "example.com..", 443, false],
+    // a port is all digits, after the one colon of a name
+    ["example.com:443x", "mirror.example.com", 443, false],
+    [":443", "443", 443, false],
+    ["example.com:", "mirror.example.com", 443, false],
+    // brackets hold an IPv6 literal whole: one bracket is no literal, and nothing may follow
+    ["::1", "[::1x", 443, false],
+    ["::1", "x::1]", 443, false],
+    ["[::1]x", "::1", 443, false],
+    ["x[::1]", "::1", 443, false],
+    ["[::1]:44x", "::1", 443, false],
+    // a CIDR is an address, a slash and a prefix no longer than the family's
+    ["10.0.0.1/32", "10.0.0.1", 443, true],
+    ["10.0.0.1/32", "10.0.0.2", 443, false],
+    ["10.0.0.0/33", "10.0.0.1", 443, false],
+    ["fd00::/64", "fd00::1", 443, true],
+    ["fd00::/64", "fd00:0:0:1::1", 443, false],
+    ["::1/128", "::1", 443, true],
+    ["::/129", "::1", 443, false],
+    ["ten.example/8", "10.0.0.1", 443, false],
+    ["10.0.0.0/8x", "10.0.0.1", 443, false],
+    ["10.0.0.0/x8", "10.0.0.1", 443, false],
+    ["/8", "10.0.0.1", 443, false],
+    // separators: commas and white space, in runs
+    [" ,\texample.com,\n", "mirror.example.com", 443, true],
+    ["other.org,,example.com", "mirror.example.com", 443, true],
+  ];
+  it.each(cases)("NO_PROXY=%j, %s:%i → bypass %s", (noProxy, host, port, bypass) => {
+    expect(bypassesProxy(noProxy, host, port)).toBe(bypass);
+  });
+});
+
+describe("the proxy URL: what a refusal says, and what is sent", () => {
+  const refusal = (run: () => unknown): string => {
+    try {
+      run();
+    } catch (error) {
+      expect(error).toBeInstanceOf(ReleaseArgumentError);
+      return (error as Error).message;
+    }
+    throw new Error("expected a refusal");
+  };
+
+  it("a refusal names where the URL came from and the proxy, never its credentials", () => {
+    expect(refusal(() => chooseProxy("https://u:hunter2@proxy:443", MIRROR, {}))).toBe(
+      "the proxy option names https://proxy: only an http:// proxy is supported (the mirror's TLS runs inside its CONNECT tunnel)",
+    );
+    expect(refusal(() => chooseProxy(undefined, MIRROR, { https_proxy: "http://u:hunter2@proxy:3128/x?y" }))).toBe(
+      "https_proxy names http://proxy:3128 with a path: a proxy URL is http://[user:password@]host[:port]",
+    );
+    for (const withQuery of ["http://proxy:3128?x", "http://proxy:3128#x", "http://proxy:3128/p"]) {
+      expect(refusal(() => parseProxyUrl(withQuery, "x"))).toMatch(/^x names http:\/\/proxy:3128 with a path/);
+    }
+    expect(refusal(() => chooseProxy("http://[bad", MIRROR, {}))).toBe("the proxy option is not a proxy URL");
+  });
+
+  it("credentials that are not valid percent-encoding are refused without being shown", () => {
+    const message = refusal(() => chooseProxy(undefined, MIRROR, { HTTPS_PROXY: "http://us%ZZer:hunter2@proxy:3128" }));
+    expect(message).toBe("HTTPS_PROXY: the credentials of http://proxy:3128 are not valid percent-encoding");
+  });
+
+  it("a user without a password, or a password without a user, is still sent", () => {
+    const basic = (credentials: string) => `Basic ${Buffer.from(credentials).toString("base64")}`;
+    expect(parseProxyUrl("http://user@proxy:3128", "x").authorization).toBe(basic("user:"));
+    expect(parseProxyUrl("http://:secret@proxy:3128", "x").authorization).toBe(basic(":secret"));
+    expect(parseProxyUrl("http://us%C3%A9r:p%C3%A4ss@proxy:3128", "x").authorization).toBe(basic("usér:päss"));
+    expect(parseProxyUrl("http://proxy:3128", "x").authorization).toBeUndefined();
+  });
+
+  it("the variable's value is read without the white space around it", () => {
+    expect(chooseProxy(undefined, MIRROR, { HTTPS_PROXY: "  http://proxy:3128\n" })).toMatchObject({
+      host: "proxy",
+      port: 3128,
+      display: "http://proxy:3128",
+    });
+    expect(chooseProxy(undefined, MIRROR, { HTTPS_PROXY: " proxy:3128 " })).toMatchObject({
+      host: "proxy",
+      port: 3128,
+    });
+  });
+});
