@@ -228,18 +228,17 @@ function parseEnvelope(
   if (!payloadBytes) return fail("payload is not canonical base64");
   if (!Array.isArray(signatures)) return fail("signatures is not an array");
   if (signatures.length > limits.maxSignatures) return fail(`more than ${limits.maxSignatures} signatures`);
-  const sigs: string[] = [];
-  for (const sig of signatures) {
-    if (
-      !isPlainObject(sig) ||
-      typeof sig.sig !== "string" ||
-      (sig.keyid !== undefined && typeof sig.keyid !== "string")
-    ) {
-      return fail("a signature is not { keyid, sig }");
-    }
-    sigs.push(sig.sig);
-  }
-  return { payloadType, payload: payloadBytes, signatures: sigs };
+  if (!signatures.every(isSignature)) return fail("a signature is not { keyid, sig }");
+  return { payloadType, payload: payloadBytes, signatures: signatures.map((signature) => signature.sig) };
+}
+
+/** `{ keyid, sig }`: `sig` a string, `keyid` a string or absent. */
+function isSignature(value: unknown): value is { keyid?: string; sig: string } {
+  return (
+    isPlainObject(value) &&
+    typeof value.sig === "string" &&
+    (value.keyid === undefined || typeof value.keyid === "string")
+  );
 }
 
 /**
@@ -310,10 +309,9 @@ function parseManifestPayload(payload: Uint8Array): ReleaseManifest {
   return { schema: 1, release, createdAt, files };
 }
 
-const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
-
+/** Strict UTF-8: a malformed sequence throws, and a byte order mark stays (so the JSON after it does not parse). */
 function decodeUtf8(bytes: Uint8Array): string {
-  return UTF8.decode(bytes);
+  return new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
 }
 
 /**

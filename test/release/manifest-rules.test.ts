@@ -126,6 +126,11 @@ describe("rule 6: a release path is relative POSIX inside os/blobs/ or sysext/",
     expect(verdict(paths.map((p) => file(p)))).toEqual(paths);
   });
 
+  it("an empty path is that, not an empty segment", () => {
+    expect(releasePathProblem("")).toBe("an empty path");
+    refused([file("")], "path", 'manifest path "": an empty path', "");
+  });
+
   it("refuses a path that is not a string (the tooling's own list)", () => {
     expect(releasePathProblem(undefined as unknown as string)).toBe("an empty path");
     expect(releasePathProblem(7 as unknown as string)).toBe("an empty path");
