@@ -6,14 +6,15 @@
 //
 //   npm run test:mutation                          every target
 //   npm run test:mutation -- src/core/pairing.ts   one file (or several)
-//   npm run test:mutation -- --changed[=BASE]      the targets a change touches (CI)
+//   npm run test:mutation -- --changed[=BASE]      the lines a change touched in the targets (CI)
 //   npm run test:mutation -- --judge               judge the last report again, without running
 //
 // Other `--` flags go to Stryker as they are (`--concurrency 1`, `--incremental`, `--logLevel debug`).
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
-import { dirname, join, normalize, relative } from "node:path";
-import { fileURLToPath } from "node:url";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 import { MUTATION_TARGETS } from "../test/mutation/targets.mjs";
 import { formatScores, judge, parseEquivalentList } from "./mutation-gate.mjs";
@@ -22,8 +23,13 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 process.chdir(root);
 const REPORT = "reports/mutation/mutation.json";
 const EQUIVALENT = "test/mutation/equivalent.md";
-/** A change to any of these can change every target's verdict. */
-const SETUP = ["stryker.config.mjs", "test/mutation/targets.mjs", "test/mutation/vitest.config.ts", "vitest.config.ts"];
+/** The mutation run's own setup: a change to it runs one target whole, to show the setup still runs. */
+const SETUP = [
+  "stryker.config.mjs",
+  "test/mutation/vitest.config.ts",
+  "scripts/mutation.mjs",
+  "scripts/mutation-gate.mjs",
+];
 
 const fail = (message) => {
   console.error(`test:mutation: ${message}`);
@@ -54,39 +60,65 @@ function changeBase(given) {
   return tryGit("rev-parse", "HEAD^1");
 }
 
-/** The test files' relative imports inside the repository, followed to the end (helpers, fixtures' code). */
-function testSources(tests) {
-  const seen = new Set();
-  const queue = [...tests];
-  while (queue.length > 0) {
-    const file = queue.pop();
-    if (seen.has(file) || !existsSync(file)) continue;
-    seen.add(file);
-    const text = readFileSync(file, "utf8");
-    for (const [, spec] of text.matchAll(/(?:from|import)\s*\(?\s*["'](\.{1,2}\/[^"']+)["']/g)) {
-      const target = normalize(join(dirname(file), spec));
-      // sources import each other with the .js suffix NodeNext wants; the file is .ts
-      for (const candidate of [target, target.replace(/\.js$/, ".ts"), target.replace(/\.mjs$/, ".mts")]) {
-        if (existsSync(candidate) && !candidate.startsWith("src/")) queue.push(relative(".", candidate));
-      }
-    }
+/** The line ranges (`[first, last]`, of the file as it is now) a change made in `file` since `base`. */
+function changedLines(base, file) {
+  const ranges = [];
+  for (const [, at, count] of git("diff", "-U0", "--no-color", base, "--", file).matchAll(
+    /^@@ [^+]*\+(\d+)(?:,(\d+))? @@/gm,
+  )) {
+    const first = Number(at);
+    const lines = count === undefined ? 1 : Number(count);
+    // lines only removed: the code on either side of the cut is what changed
+    ranges.push(lines === 0 ? [Math.max(1, first), first + 1] : [first, first + lines - 1]);
   }
-  return seen;
+  return ranges;
 }
 
-/** The targets a change touches: its source, one of its tests or what they import, or the setup itself. */
-function changedTargets(given) {
+/** The targets of test/mutation/targets.mjs as they were at `base`; today's when it had none (the setup is new). */
+async function targetsAt(base) {
+  const text = tryGit("show", `${base}:test/mutation/targets.mjs`);
+  if (text === undefined) return MUTATION_TARGETS;
+  const dir = mkdtempSync(join(tmpdir(), "stratum-mutation-"));
+  try {
+    writeFileSync(join(dir, "targets.mjs"), text);
+    return (await import(pathToFileURL(join(dir, "targets.mjs")).href)).MUTATION_TARGETS;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * What a change asks of the mutation run: the lines it changed in each target's source; a
+ * target new since `base` (or its source new), whole; and when the mutation setup itself
+ * changed, one target whole, to show the setup still runs. A change to tests alone runs
+ * nothing here: the weekly whole run judges the tests (CONTRIBUTING.md).
+ */
+async function changedTargets(given) {
   const base = changeBase(given);
-  if (!base) return Object.keys(MUTATION_TARGETS);
+  if (!base) {
+    // a clone without history (or a first commit): no change to measure, so the smoke run only
+    console.log("test:mutation: no commit to measure the change from; one target whole, to show the setup runs");
+    return { files: [Object.keys(MUTATION_TARGETS)[0]], ranges: {} };
+  }
   const changed = new Set(
     [git("diff", "--name-only", base), git("ls-files", "--others", "--exclude-standard")].join("\n").split("\n"),
   );
-  console.log(`test:mutation: the change since ${base.slice(0, 12)} touches ${changed.size - 1} file(s)`);
-  if (SETUP.some((file) => changed.has(file)) || [...changed].some((file) => file.startsWith("scripts/mutation")))
-    return Object.keys(MUTATION_TARGETS);
-  return Object.entries(MUTATION_TARGETS)
-    .filter(([file, tests]) => changed.has(file) || [...testSources(tests)].some((t) => changed.has(t)))
-    .map(([file]) => file);
+  changed.delete("");
+  console.log(`test:mutation: the change since ${base.slice(0, 12)} touches ${changed.size} file(s)`);
+  const before = await targetsAt(base);
+  const whole = new Set(
+    Object.keys(MUTATION_TARGETS).filter(
+      (file) => !(file in before) || tryGit("cat-file", "-e", `${base}:${file}`) === undefined,
+    ),
+  );
+  if (SETUP.some((file) => changed.has(file))) whole.add(Object.keys(MUTATION_TARGETS)[0]);
+  const ranges = {};
+  for (const file of Object.keys(MUTATION_TARGETS)) {
+    if (whole.has(file) || !changed.has(file)) continue;
+    const lines = changedLines(base, file);
+    if (lines.length > 0) ranges[file] = lines;
+  }
+  return { files: Object.keys(MUTATION_TARGETS).filter((file) => whole.has(file) || file in ranges), ranges };
 }
 
 const args = process.argv.slice(2);
@@ -107,8 +139,9 @@ for (let i = 0; i < args.length; i++) {
 }
 const unknown = files.filter((file) => !(file in MUTATION_TARGETS));
 if (unknown.length > 0) fail(`${unknown.join(", ")}: not a target; add a line for it in test/mutation/targets.mjs`);
+let ranges = {};
 if (changed !== undefined) {
-  files = changedTargets(changed);
+  ({ files, ranges } = await changedTargets(changed));
   if (files.length === 0) {
     console.log("test:mutation: the change touches no mutation target; nothing to run");
     process.exit(0);
@@ -118,11 +151,14 @@ if (changed !== undefined) {
 const lastReport = () => (existsSync(REPORT) ? Object.keys(JSON.parse(readFileSync(REPORT, "utf8")).files) : []);
 if (files.length === 0 && judgeOnly) files = lastReport().filter((file) => file in MUTATION_TARGETS);
 if (files.length === 0) files = Object.keys(MUTATION_TARGETS);
-console.log(`test:mutation: ${files.join(", ")}`);
+const mutate = files.flatMap((file) =>
+  (ranges[file] ?? [undefined]).map((r) => (r ? `${file}:${r[0]}-${r[1]}` : file)),
+);
+console.log(`test:mutation: ${mutate.join(", ")}`);
 
 if (!judgeOnly) {
   const started = Date.now();
-  const run = spawnSync("npx", ["stryker", "run", "--mutate", files.join(","), ...strykerArgs], {
+  const run = spawnSync("npx", ["stryker", "run", "--mutate", mutate.join(","), ...strykerArgs], {
     stdio: "inherit",
     env: { ...process.env, STRATUM_MUTATE: files.join(",") },
   });
@@ -138,7 +174,7 @@ try {
 } catch (error) {
   fail(error.message);
 }
-const { rows, failures } = judge(report, listed, files);
+const { rows, failures } = judge(report, listed, files, { ranges });
 console.log(`\nMutation score per file (detected ÷ detected + survived + no coverage; a timeout is detected):\n`);
 console.log(formatScores(rows));
 if (failures.length > 0) {

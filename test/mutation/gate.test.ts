@@ -8,6 +8,8 @@ import { describe, expect, it } from "vitest";
 import { codeSpan, equivalentRow, formatScores, judge, parseEquivalentList } from "../../scripts/mutation-gate.mjs";
 
 const FILE = "src/core/x.ts";
+/** The mutated file: line n (from 1) reads `if (cn) return;`, so every mutant replaces `cn`. */
+const SOURCE = Array.from({ length: 60 }, (_, i) => `if (c${i + 1}) return;`).join("\n");
 
 interface Mutant {
   status: string;
@@ -20,13 +22,18 @@ function report(mutants: Mutant[], file = FILE) {
   return {
     files: {
       [file]: {
-        mutants: mutants.map((m, i) => ({
-          id: String(i),
-          status: m.status,
-          mutatorName: m.mutatorName ?? "ConditionalExpression",
-          replacement: m.replacement ?? "false",
-          location: { start: { line: m.line ?? 10 + i, column: 3 }, end: { line: m.line ?? 10 + i, column: 9 } },
-        })),
+        source: SOURCE,
+        mutants: mutants.map((m, i) => {
+          const line = m.line ?? 30 + (i % 30);
+          const end = 5 + String(line).length + 1;
+          return {
+            id: String(i),
+            status: m.status,
+            mutatorName: m.mutatorName ?? "ConditionalExpression",
+            replacement: m.replacement ?? "false",
+            location: { start: { line, column: 5 }, end: { line, column: end } },
+          };
+        }),
       },
     },
   };
@@ -35,60 +42,64 @@ function report(mutants: Mutant[], file = FILE) {
 const killed = (n: number): Mutant[] => Array.from({ length: n }, () => ({ status: "Killed" }));
 
 const table = (...rows: string[]) =>
-  ["| file | line | mutator | replacement | why |", "| --- | --- | --- | --- | --- |", ...rows].join("\n");
+  ["| file | line | mutator | original | replacement | why |", "| --- | --- | --- | --- | --- | --- |", ...rows].join(
+    "\n",
+  );
+const row = (line: number, why = "the loop ends on the same index either way", replacement = "`false`") =>
+  `| ${FILE} | ${line} | ConditionalExpression | \`c${line}\` | ${replacement} | ${why} |`;
 
 describe("the mutation gate", () => {
   it("a survivor that is not listed fails the run, with the row to list it", () => {
-    const { rows, failures } = judge(report([...killed(19), { status: "Survived", line: 42 }]), [], [FILE]);
+    const { rows, failures } = judge(report([...killed(19), { status: "Survived", line: 12 }]), [], [FILE]);
     expect(rows[0]).toMatchObject({ detected: 19, survived: 1, score: 95 });
     expect(failures).toHaveLength(1);
-    expect(failures[0]).toContain(`${FILE}:42:3 ConditionalExpression survived`);
-    expect(failures[0]).toContain(`| ${FILE} | 42 | ConditionalExpression | \`false\` | WHY |`);
+    expect(failures[0]).toContain(`${FILE}:12:5 ConditionalExpression survived`);
+    expect(failures[0]).toContain(`| ${FILE} | 12 | ConditionalExpression | \`c12\` | \`false\` | WHY |`);
   });
 
   it("a mutant no test reaches counts as a survivor", () => {
-    const { rows, failures } = judge(report([...killed(19), { status: "NoCoverage" }]), [], [FILE]);
+    const { rows, failures } = judge(report([...killed(19), { status: "NoCoverage", line: 3 }]), [], [FILE]);
     expect(rows[0]).toMatchObject({ noCoverage: 1, score: 95 });
     expect(failures[0]).toContain("no test reached it");
   });
 
   it("a listed survivor passes, and still counts against the score", () => {
-    const listed = parseEquivalentList(
-      table(`| ${FILE} | 42 | ConditionalExpression | \`false\` | the loop ends on the same index either way |`),
-    );
-    const { rows, failures } = judge(report([...killed(19), { status: "Survived", line: 42 }]), listed, [FILE]);
+    const listed = parseEquivalentList(table(row(12)));
+    const { rows, failures } = judge(report([...killed(19), { status: "Survived", line: 12 }]), listed, [FILE]);
     expect(failures).toEqual([]);
     expect(rows[0]).toMatchObject({ equivalent: 1, score: 95 });
   });
 
-  it("a listed row matches only its line, mutator and replacement", () => {
-    const listed = parseEquivalentList(
-      table(`| ${FILE} | 42 | ConditionalExpression | \`true\` | the loop ends on the same index either way |`),
-    );
-    const { failures } = judge(report([...killed(19), { status: "Survived", line: 42 }]), listed, [FILE]);
+  it("a row matches only its mutator, original and replacement", () => {
+    const listed = parseEquivalentList(table(row(12, "the loop ends on the same index either way", "`true`")));
+    const { failures } = judge(report([...killed(19), { status: "Survived", line: 12 }]), listed, [FILE]);
     // the survivor is unlisted, and the row lists a mutant that does not survive
     expect(failures).toHaveLength(2);
-    expect(failures[1]).toMatch(/equivalent\.md:3 lists .* no longer survives/);
+    expect(failures[1]).toMatch(/^equivalent\.md:3 lists .* no longer survives/);
+  });
+
+  it("a row whose code moved still matches, and the run names the new line", () => {
+    const listed = parseEquivalentList(
+      table(`| ${FILE} | 12 | ConditionalExpression | \`c14\` | \`false\` | the same value on every path through it |`),
+    );
+    const { rows, failures } = judge(report([...killed(19), { status: "Survived", line: 14 }]), listed, [FILE]);
+    expect(rows[0]).toMatchObject({ equivalent: 1 });
+    expect(failures).toEqual(["equivalent.md:3 lists line 12; the mutant is now at line 14: update the row"]);
   });
 
   it("a file under 90% fails, whatever is listed", () => {
     const mutants = [...killed(8), { status: "Survived", line: 1 }, { status: "Survived", line: 2 }];
-    const listed = parseEquivalentList(
-      table(
-        `| ${FILE} | 1 | ConditionalExpression | \`false\` | the same value on every path through it |`,
-        `| ${FILE} | 2 | ConditionalExpression | \`false\` | the same value on every path through it |`,
-      ),
-    );
+    const listed = parseEquivalentList(table(row(1), row(2)));
     const { rows, failures } = judge(report(mutants), listed, [FILE]);
     expect(rows[0]!.score).toBe(80);
     expect(failures).toEqual([`${FILE}: mutation score 80.0%, under the 90% required`]);
   });
 
   it("exactly 90% passes", () => {
-    const { failures } = judge(report([...killed(9), { status: "Timeout" }]), [], [FILE]);
-    expect(failures).toEqual([]);
-    const { rows } = judge(report([...killed(9), { status: "Survived", line: 1 }]), [], [FILE], 90);
+    const listed = parseEquivalentList(table(row(1)));
+    const { rows, failures } = judge(report([...killed(9), { status: "Survived", line: 1 }]), listed, [FILE]);
     expect(rows[0]!.score).toBe(90);
+    expect(failures).toEqual([]);
   });
 
   it("a timeout is detected; compile and runtime errors count for nothing", () => {
@@ -101,9 +112,9 @@ describe("the mutation gate", () => {
     expect(rows[0]).toMatchObject({ detected: 10, errors: 2, score: 100 });
   });
 
-  it("a file this run did not mutate is a failure, and its listed rows are not judged", () => {
+  it("a file this run did not mutate is a failure, and another file's rows are not judged", () => {
     const listed = parseEquivalentList(
-      table(`| src/other.ts | 1 | ConditionalExpression | \`false\` | the same value on every path through it |`),
+      table("| src/other.ts | 1 | ConditionalExpression | `c1` | `false` | the same value on every path through it |"),
     );
     expect(judge(report(killed(3)), listed, [FILE]).failures).toEqual([]);
     expect(judge(report(killed(3)), listed, [FILE, "src/absent.ts"]).failures).toEqual([
@@ -111,37 +122,46 @@ describe("the mutation gate", () => {
     ]);
   });
 
-  it("reads replacements holding backticks, pipes and line breaks as printed", () => {
-    const replacement = "`${a}` || b\n  && c";
-    const row = equivalentRow({ file: FILE, line: 7, mutator: "StringLiteral", replacement });
-    expect(row).toBe(`| ${FILE} | 7 | StringLiteral | \`\` \`\${a}\` \\|\\| b && c \`\` | WHY |`);
-    const listed = parseEquivalentList(table(row.replace("WHY", "the message is never shown to anyone")));
-    expect(listed[0]).toMatchObject({ file: FILE, line: 7, mutator: "StringLiteral", replacement: "`${a}` || b && c" });
-    const { failures } = judge(
-      report([{ status: "Survived", line: 7, mutatorName: "StringLiteral", replacement }, ...killed(20)]),
-      listed,
-      [FILE],
-    );
-    expect(failures).toEqual([]);
+  it("on a change's lines: rows outside them are not judged, nor is the score", () => {
+    const listed = parseEquivalentList(table(row(5), row(40)));
+    const mutants = [
+      { status: "Killed", line: 41 },
+      { status: "Survived", line: 42 },
+    ];
+    const { rows, failures } = judge(report(mutants), listed, [FILE], { ranges: { [FILE]: [[39, 45]] } });
+    expect(rows[0]).toMatchObject({ score: 50, whole: false });
+    // row 5 is outside the lines, row 40 inside and stale, the survivor at 42 unlisted
+    expect(failures).toHaveLength(2);
+    expect(failures[0]).toContain(`${FILE}:42:5 ConditionalExpression survived`);
+    expect(failures[1]).toMatch(/^equivalent\.md:4 lists src\/core\/x\.ts:40 .* no longer survives/);
+    expect(formatScores(rows)).toContain(`${FILE} (changed lines)`);
+  });
+
+  it("reads code holding backticks, pipes and line breaks as printed", () => {
+    const mutant = { file: FILE, line: 7, mutator: "StringLiteral", original: "a ||\n  b", replacement: "`${a}` || b" };
+    const printed = equivalentRow(mutant);
+    expect(printed).toBe(`| ${FILE} | 7 | StringLiteral | \`a \\|\\| b\` | \`\` \`\${a}\` \\|\\| b \`\` | WHY |`);
+    const listed = parseEquivalentList(table(printed.replace("WHY", "the message is never shown to anyone")));
+    expect(listed[0]).toMatchObject({ line: 7, original: "a || b", replacement: "`${a}` || b" });
     expect(codeSpan("")).toBe("`  `");
   });
 
   it("refuses a row without a reason, with a wrong column count or a bad header", () => {
-    expect(() => parseEquivalentList(table(`| ${FILE} | 7 | StringLiteral | \`""\` | WHY |`))).toThrow(
-      /equivalent\.md:3: say why/,
-    );
-    expect(() => parseEquivalentList(table(`| ${FILE} | 7 | StringLiteral | \`""\` |`))).toThrow(/5 cells/);
-    expect(() => parseEquivalentList(table(`| ${FILE} | x | StringLiteral | \`""\` | a reason long enough |`))).toThrow(
+    const cells = `| ${FILE} | 7 | StringLiteral | \`"a"\` | \`""\``;
+    expect(() => parseEquivalentList(table(`${cells} | WHY |`))).toThrow(/equivalent\.md:3: say why/);
+    expect(() => parseEquivalentList(table(`${cells} |`))).toThrow(/6 cells/);
+    expect(() => parseEquivalentList(table(`${cells.replace("| 7 |", "| x |")} | a reason long enough |`))).toThrow(
       /line is not a number/,
     );
-    expect(() => parseEquivalentList(table(`| ${FILE} | 7 | StringLiteral | "" | a reason long enough |`))).toThrow(
-      /not a code span/,
+    expect(() => parseEquivalentList(table(`${cells.replace('`""`', '""')} | a reason long enough |`))).toThrow(
+      /are code spans/,
     );
     expect(() => parseEquivalentList("| file | where | why |\n| --- | --- | --- |")).toThrow(/columns are/);
   });
 
-  it("the list in the repository reads", () => {
+  it("the list in the repository reads, each row naming a source file", () => {
     const listed = parseEquivalentList(readFileSync("test/mutation/equivalent.md", "utf8"));
+    expect(listed.length).toBeGreaterThan(0);
     for (const entry of listed) expect(entry.file).toMatch(/^src\/.+\.ts$/);
   });
 
