@@ -12,11 +12,14 @@ export default {
   coverageAnalysis: "perTest",
   // the machine is shared: two sandboxes at most (STRYKER_CONCURRENCY to change it)
   concurrency: Number(process.env.STRYKER_CONCURRENCY ?? 2),
-  // the socket tests wait on real timers; a loaded machine must not pass for a mutant that hangs
+  // the socket tests wait on real timers: room enough that a loaded machine does not turn a slow
+  // run into a timeout, which would count as a mutant detected
   timeoutMS: 10_000,
   reporters: ["progress", "clear-text", "json", "html"],
   jsonReporter: { fileName: "reports/mutation/mutation.json" },
   htmlReporter: { fileName: "reports/mutation/mutation.html" },
+  // `--incremental`: results kept between runs, so only mutants whose code or tests changed run again
+  incrementalFile: "reports/mutation/incremental.json",
   tempDirName: ".stryker-tmp",
   // each sandbox is a copy of the project: not of the recorded machines (symlinks Stryker cannot
   // copy) nor of what no mutated file's test reads

@@ -182,4 +182,8 @@ if (failures.length > 0) {
   for (const failure of failures) console.error(`- ${failure}`);
   process.exit(1);
 }
-console.log(`\ntest:mutation: every file at 90% or more, every survivor listed as equivalent`);
+console.log(
+  Object.keys(ranges).length > 0
+    ? "\ntest:mutation: every mutant on the changed lines killed or listed as equivalent"
+    : "\ntest:mutation: every file at 90% or more, every survivor listed as equivalent",
+);
