@@ -91,6 +91,8 @@ export type {
   Problem,
   FieldError,
   ProblemCode,
+  JoinCapacity,
+  NodeRole,
   components,
   operations,
   paths,

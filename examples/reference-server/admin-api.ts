@@ -75,21 +75,22 @@ function joinRoutes(router: Router, deps: AdminDeps): void {
     authorize(store, ctx, "ha:DescribeNodeJoins");
     const waitSeconds = waitSecondsOf(ctx.url);
     const ifNoneMatch = ctx.req.headers["if-none-match"];
-    let items = cluster.listJoins();
-    let etag = jsonEtag(items);
+    // The capacity is part of the tag: a registration turned away wakes the long poll too.
+    let list = cluster.joinList();
+    let etag = jsonEtag(list);
     if (waitSeconds > 0 && matches(ifNoneMatch, etag)) {
       const held = etag;
-      await waitForChange(store, ctx.res, waitSeconds * 1000, () => jsonEtag(cluster.listJoins()) !== held);
+      await waitForChange(store, ctx.res, waitSeconds * 1000, () => jsonEtag(cluster.joinList()) !== held);
       if (ctx.res.destroyed) return;
-      items = cluster.listJoins();
-      etag = jsonEtag(items);
+      list = cluster.joinList();
+      etag = jsonEtag(list);
     }
     if (matches(ifNoneMatch, etag)) {
       ctx.res.writeHead(304, { ETag: etag, "Cache-Control": "no-store" });
       ctx.res.end();
       return;
     }
-    sendJson(ctx, 200, { items }, { ETag: etag });
+    sendJson(ctx, 200, list, { ETag: etag });
   });
 
   router.add("GET", "/v1/admin/cluster/joins/:joinId", (ctx) => {
@@ -127,6 +128,12 @@ function joinRoutes(router: Router, deps: AdminDeps): void {
     const join = cluster.fail(who.name, ctx.params.joinId!, body.reason);
     deps.kickRunner();
     sendJson(ctx, 200, join);
+  });
+
+  // A waiting machine the cluster cannot take: its waiting slot freed now, its key free to come back.
+  router.add("POST", "/v1/admin/cluster/joins/:joinId/expire", (ctx) => {
+    const who = authorize(store, ctx, "ha:ApproveNodeJoin");
+    sendJson(ctx, 200, cluster.expire(who.name, ctx.params.joinId!));
   });
 
   router.add("POST", "/v1/admin/cluster/joins/:joinId/retry", (ctx) => {

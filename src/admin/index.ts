@@ -90,7 +90,10 @@ export interface AdminClient {
   listJoinCodes(options?: CallOptions): Promise<ApiSchemas["JoinCodeList"]>;
   /** Revokes a join code at once (`DELETE /v1/admin/cluster/join-codes/{codeId}`). */
   revokeJoinCode(codeId: string, options?: CallOptions): Promise<ApiSchemas["JoinCode"]>;
-  /** Every registration, newest first (`GET /v1/admin/cluster/joins`). */
+  /**
+   * Every registration, newest first, and how many more machines the cluster can take
+   * (`capacity`, when the founder says) (`GET /v1/admin/cluster/joins`).
+   */
   listNodeJoins(options?: CallOptions): Promise<ApiSchemas["NodeJoinList"]>;
   /**
    * One long poll of the registrations (`GET /v1/admin/cluster/joins?waitSeconds=N` with
@@ -127,6 +130,12 @@ export interface AdminClient {
     rejection: ApiSchemas["Rejection"],
     options?: CallOptions,
   ): Promise<ApiSchemas["NodeJoin"]>;
+  /**
+   * Expires a waiting join (`pending`, `needs-upgrade`) now (`POST …/joins/{joinId}/expire`):
+   * for a machine the cluster cannot take, its waiting slot freed at once; unlike a rejection,
+   * its key may register again later. Any other state is 409 `JOIN_STATE_CONFLICT`.
+   */
+  expireNodeJoin(joinId: string, options?: CallOptions): Promise<ApiSchemas["NodeJoin"]>;
   /** Queues a failed join again (`POST …/joins/{joinId}/retry`). */
   retryNodeJoin(joinId: string, options?: CallOptions): Promise<ApiSchemas["NodeJoin"]>;
   /**
@@ -299,7 +308,7 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     );
     const answered = response?.headers.get("ETag") ?? undefined;
     if (response?.status === 304) return { changed: false, etag: answered ?? etag! };
-    return { changed: true, items: data.items, etag: answered };
+    return { changed: true, items: data.items, ...(data.capacity ? { capacity: data.capacity } : {}), etag: answered };
   }
 
   const JOIN_CODES = "/v1/admin/cluster/join-codes";
@@ -310,6 +319,7 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
   const APPROVAL_PREVIEW = "/v1/admin/cluster/joins/{joinId}/approval-preview";
   const REJECT = "/v1/admin/cluster/joins/{joinId}/reject";
   const RETRY = "/v1/admin/cluster/joins/{joinId}/retry";
+  const EXPIRE = "/v1/admin/cluster/joins/{joinId}/expire";
   const FAIL = "/v1/admin/cluster/joins/{joinId}/fail";
   const MEMBERS = "/v1/admin/cluster/members";
   const NETWORKS = "/v1/admin/cluster/networks";
@@ -350,6 +360,13 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
         "rejectNodeJoin",
         `POST ${REJECT}`,
         (init) => raw.POST(REJECT, { ...init, params: { path: { joinId } }, body: rejection }),
+        o,
+      ),
+    expireNodeJoin: (joinId, o) =>
+      call(
+        "expireNodeJoin",
+        `POST ${EXPIRE}`,
+        (init) => raw.POST(EXPIRE, { ...init, params: { path: { joinId } } }),
         o,
       ),
     retryNodeJoin: (joinId, o) =>

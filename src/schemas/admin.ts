@@ -32,6 +32,7 @@ export const NodeJoinSchema = z.object({
   assignment: opt(AssignmentSchema),
   nodeId: opt(str),
   waitReason: opt(str),
+  totalSteps: opt(int),
   upgrade: opt(UpgradeSchema),
   stalled: bool,
   approvedBy: opt(str),
@@ -52,8 +53,15 @@ export const NodeJoinSchema = z.object({
   expiresAt: opt(str),
 });
 
-/** `NodeJoinList`: registrations, newest first. */
-export const NodeJoinListSchema = z.object({ items: z.array(NodeJoinSchema) });
+/** `JoinCapacity`: how many more machines the cluster can take. */
+export const JoinCapacitySchema = z.object({
+  roles: z.array(NodeRoleSchema),
+  controlPlane: z.object({ members: int, approved: int, max: int, remaining: int }),
+  waiting: z.object({ count: int, max: int, refused: int, lastRefusedAt: opt(str) }),
+});
+
+/** `NodeJoinList`: registrations, newest first, and the cluster's capacity. */
+export const NodeJoinListSchema = z.object({ items: z.array(NodeJoinSchema), capacity: opt(JoinCapacitySchema) });
 
 /** `ApprovalPreview`: what an approval with the same body would apply now (`previewApproval`). */
 export const ApprovalPreviewSchema = z.object({ assignment: AssignmentSchema });
