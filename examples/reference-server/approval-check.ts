@@ -94,7 +94,7 @@ function heldAddresses(ctx: ApprovalContext): Map<string, string> {
   for (const [name, vip] of Object.entries(ctx.settings.vips)) if (vip) hold(vip, `the ${VIP_NAMES[name] ?? name} VIP`);
   for (const j of ctx.otherJoins) {
     if (!HOLDING_STATES.has(j.state)) continue;
-    const by = `${j.assignment?.name ?? j.hostname ?? "the machine"} (${j.id}, ${j.state})`;
+    const by = `${j.hostname ?? "the machine"} (${j.id}, ${j.state})`;
     if (j.assignment?.mgmt?.address) hold(j.assignment.mgmt.address, by);
     for (const ip of assignmentIps(j.assignment)) hold(ip, by);
   }
