@@ -298,7 +298,7 @@ describe("output fixes", () => {
     expect(approve.stderr).toContain(`POST /v1/admin/cluster/joins/nj-8w2k4m1p/approve to 127.0.0.1:${port}`);
     expect(approve.stderr).toContain("ECONNREFUSED");
     expect(approve.stderr).not.toContain("{joinId}");
-    expect(approve.stderr).toMatch(/→ Check that this machine reaches the host/);
+    expect(approve.stderr).toMatch(/→ Check that the founder's admin API runs at the address named above/);
     expect(list.stdout + approve.stderr).not.toContain("sekret-token");
   });
 
@@ -313,7 +313,7 @@ describe("output fixes", () => {
       const error = await client.retryNodeJoin("nj-4f7k2q9m").catch((e: unknown) => e);
       expect(error).toMatchObject({ code: "TIMEOUT" });
       expect((error as Error).message).toBe(
-        `retryNodeJoin: POST /v1/admin/cluster/joins/nj-4f7k2q9m/retry to 127.0.0.1:${port} got no answer within 300 ms`,
+        `POST /v1/admin/cluster/joins/nj-4f7k2q9m/retry to 127.0.0.1:${port} got no answer within 300 ms`,
       );
     } finally {
       for (const socket of sockets) socket.destroy();
