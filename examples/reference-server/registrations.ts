@@ -19,12 +19,6 @@ import { iso } from "./views.js";
 /** A release the cluster takes: as it is, or after the machine upgrades itself. */
 export type AcceptedRelease = Exclude<ReleaseVerdict, { kind: "mismatch" }>;
 
-/**
- * How long a registration refused for too many waiting ones is told to wait: approvals are
- * a person's pace, so a minute, not seconds.
- */
-const WAITING_FULL_RETRY_SECONDS = 60;
-
 /** What the join listener proved about a registering machine. */
 export interface RegistrationProof {
   codeId: string;
@@ -186,11 +180,12 @@ export class Registrations {
   #assertRoomForNew(proof: RegistrationProof): void {
     const waiting = this.#context.store.joinsInState(...WAITING_JOIN_STATES).length;
     const maxWaiting = this.#context.options.limits.maxWaiting;
+    const retry = this.#context.options.timing.waitingFullRetrySeconds;
     if (waiting >= maxWaiting) {
       throw new HttpProblem(429, "RATE_LIMITED", {
-        detail: `${waiting} registrations are already waiting for an operator's decision, the most this cluster keeps (${maxWaiting}, STRATUM_MAX_WAITING on the reference server); approving, rejecting or expiring one frees a slot. Try again in ${WAITING_FULL_RETRY_SECONDS} s.`,
+        detail: `${waiting} registrations are already waiting for an operator's decision, the most this cluster keeps (${maxWaiting}, STRATUM_MAX_WAITING on the reference server); approving, rejecting or expiring one frees a slot. Try again in ${retry} s.`,
         details: { waiting, maxWaiting },
-        headers: { "Retry-After": String(WAITING_FULL_RETRY_SECONDS) },
+        headers: { "Retry-After": String(retry) },
       });
     }
     const retryAfter = proof.allowNew();

@@ -217,11 +217,14 @@ export async function waitForState(
     if (timeout?.aborted && !ctx.signal.aborted) {
       const seconds = Math.round(options.timeoutMs! / 1000);
       // The listener answered all along: the wait ran out, not the network.
-      if (outage.answering && last)
+      if (outage.answering && last) {
+        const extra = describeState(last).split(" — ")[1];
+        const still = last.state === "pending" && extra ? extra : `${last.state}${extra ? `: ${extra}` : ""}`;
         throw new StillWaitingError(
-          `the registration did not reach ${options.until} within ${seconds} s: the cluster answers, and it is still ${describeState(last).replace(/^state /, "")}`,
+          `the registration did not reach ${options.until} within ${seconds} s: the cluster answers, and it is still ${still}`,
           last,
         );
+      }
       throw new TimeoutError(
         `the registration did not reach ${options.until} within ${seconds} s, and the join listener ${options.session.endpoint} is not answering`,
       );

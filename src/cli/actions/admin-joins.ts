@@ -10,7 +10,7 @@ import { clockWarning } from "../../core/clock.js";
 import type { Inventory, JoinCapacity, NodeJoin } from "../../types.js";
 import { wrap } from "../help.js";
 import { fingerprintLines, formatMoment, table } from "../output.js";
-import type { Style } from "../style.js";
+import { visibleWidth, type Style } from "../style.js";
 
 /** Interfaces that say nothing about which machine this is (loopback, virtual devices). */
 const VIRTUAL_NIC = /^(lo|ifb|dummy|veth|docker|virbr|vnet|tun|tap|cni|flannel|cali|kube-ipvs|sit|ip6tnl|gre|erspan)/;
@@ -59,7 +59,22 @@ function notesOf(join: NodeJoin): string[] {
   return notes;
 }
 
-/** The join list as lines: the table with each join's notes under its row, then the capacity. */
+/** The columns of the join list, and which a narrow terminal moves under the row first (`spare`, lowest first). */
+const COLUMNS: { title: string; cell: (j: NodeJoin) => string; spare?: number; note?: string }[] = [
+  { title: "ID", cell: (j) => j.id },
+  { title: "STATE", cell: (j) => `${j.state}${j.stalled ? "*" : ""}` },
+  { title: "PAIRING", cell: (j) => j.pairingCode },
+  { title: "HOSTNAME", cell: (j) => j.hostname ?? "" },
+  { title: "SERIAL", cell: (j) => j.systemSerial ?? "", spare: 3, note: "serial" },
+  { title: "MAC", cell: (j) => macOf(j.inventory, j.sourceAddr), spare: 2, note: "MAC" },
+  { title: "FROM", cell: (j) => j.sourceAddr ?? "", spare: 1, note: "from" },
+];
+
+/**
+ * The join list as lines: the table with each join's notes under its row, then the capacity.
+ * On a terminal narrower than the table, the columns that tell the least (the address, then
+ * the MAC, then the serial) move into a note under the row rather than the rows wrapping.
+ */
 export function joinListLines(
   items: readonly NodeJoin[],
   capacity: JoinCapacity | undefined,
@@ -69,29 +84,37 @@ export function joinListLines(
   const lines: string[] = [];
   if (items.length === 0) lines.push("no joins");
   else {
-    const rows = items.map((j) => [
-      j.id,
-      `${j.state}${j.stalled ? "*" : ""}`,
-      j.pairingCode,
-      j.hostname ?? "",
-      j.systemSerial ?? "",
-      macOf(j.inventory, j.sourceAddr),
-      j.sourceAddr ?? "",
-    ]);
-    const [header, ...body] = table(["ID", "STATE", "PAIRING", "HOSTNAME", "SERIAL", "MAC", "FROM"], rows, {
-      style,
-      // The state in its colour, and the pairing code an operator compares in bold.
-      paint: (cell, column, raw) =>
-        column === 1
-          ? cell.replace(raw, style.state(raw.replace(/\*$/, "")) + (raw.endsWith("*") ? "*" : ""))
-          : column === 2
-            ? style.bold(cell)
-            : cell,
-    });
+    let shown = COLUMNS;
+    const render = () =>
+      table(
+        shown.map((c) => c.title),
+        items.map((j) => shown.map((c) => c.cell(j))),
+        {
+          style,
+          // The state in its colour, and the pairing code an operator compares in bold.
+          paint: (cell, column, raw) =>
+            column === 1
+              ? cell.replace(raw, style.state(raw.replace(/\*$/, "")) + (raw.endsWith("*") ? "*" : ""))
+              : column === 2
+                ? style.bold(cell)
+                : cell,
+        },
+      );
+    let rendered = render();
+    const fits = () => width === undefined || rendered.every((line) => visibleWidth(line) <= width);
+    for (let spare = 1; !fits() && spare <= 3; spare++) {
+      shown = shown.filter((c) => c.spare !== spare);
+      rendered = render();
+    }
+    const moved = COLUMNS.filter((c) => !shown.includes(c)).reverse();
+    const [header, ...body] = rendered;
     lines.push(header!);
     body.forEach((row, i) => {
+      const join = items[i]!;
       lines.push(row);
-      for (const note of notesOf(items[i]!)) {
+      const facts = moved.map((c) => [c.note, c.cell(join)] as const).filter(([, v]) => v !== "");
+      const notes = [...notesOf(join), ...(facts.length ? [facts.map(([k, v]) => `${k} ${v}`).join(", ")] : [])];
+      for (const note of notes) {
         // On a terminal a note wraps between words under its own indent; in a pipe it stays one line.
         if (width === undefined) lines.push(`  ${note}`);
         else lines.push(...wrap(note, width, 4, 2));
