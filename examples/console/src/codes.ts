@@ -35,7 +35,9 @@ export interface CodesSession {
  */
 export function registerCommand(url: string, release: string): string {
   const quote = (text: string): string => `'${text.replace(/'/g, `'\\''`)}'`;
-  return `stratum-join register --url ${quote(url)} --identity ${IDENTITY_DIR} --release ${release ? quote(release) : "<release>"}`;
+  // Without the release the command is unfinished: a placeholder word, never `<release>` (a
+  // shell reads that as a redirect from a file), and the page does not offer it for copying.
+  return `stratum-join register --url ${quote(url)} --identity ${IDENTITY_DIR} --release ${release ? quote(release) : "RELEASE"}`;
 }
 
 /** The join code panel of the page. */
@@ -63,6 +65,12 @@ export class JoinCodes {
     codesTitle: byTestId<HTMLElement>("codes-title"),
     mintTitle: byTestId<HTMLElement>("mint-title"),
   };
+  private readonly copyCommand = copyButton("Copy command", "Command", () => this.command(), "copy-command");
+  private readonly commandHint = h(
+    "span",
+    { class: "hint", id: "command-hint", "data-testid": "command-hint", hidden: "" },
+    "Type the cluster release above to complete the command.",
+  );
   private readonly feedback = new FeedbackSpot("mint-feedback", () => this.ui.mintTitle);
   private readonly listFeedback = new FeedbackSpot("codes-feedback", () => this.ui.codesTitle);
 
@@ -78,9 +86,7 @@ export class JoinCodes {
       copyButton("Copy code", "Join code", () => this.minted?.code ?? "", "copy-code"),
     );
     byTestId("copy-url-slot").replaceWith(copyButton("Copy URL", "Join URL", () => this.minted?.url ?? "", "copy-url"));
-    byTestId("copy-command-slot").replaceWith(
-      copyButton("Copy command", "Command", () => this.command(), "copy-command"),
-    );
+    byTestId("copy-command-slot").replaceWith(this.copyCommand, this.commandHint);
     this.ui.form.addEventListener("submit", (event) => {
       event.preventDefault();
       void this.mint();
@@ -212,6 +218,12 @@ export class JoinCodes {
   private renderCommand(): void {
     if (!this.minted) return;
     this.ui.command.replaceChildren(breakableCommand(this.command()));
+    // An unfinished command is not offered for copying: pasted, it would fail on the machine.
+    const missing = this.ui.release.value.trim() === "";
+    this.copyCommand.disabled = missing;
+    this.commandHint.hidden = !missing;
+    if (missing) this.copyCommand.setAttribute("aria-describedby", "command-hint");
+    else this.copyCommand.removeAttribute("aria-describedby");
   }
 
   private clearMinted(): void {

@@ -17,9 +17,11 @@ import {
   StratumApiError,
   watchJoins,
   type AdminClient,
+  type JoinCapacity,
   type JoinChange,
   type JoinLister,
   type NodeJoin,
+  type NodeRole,
 } from "@stratum/join";
 import { ApproveDialog } from "./approve-dialog.js";
 import { CODES_REFRESH_MS, JoinCodes } from "./codes.js";
@@ -27,7 +29,7 @@ import { announce, byTestId, h } from "./dom.js";
 import { StorageGate, withStorageGate } from "./disk-full.js";
 import { clearFeedback, FeedbackSpot } from "./feedback.js";
 import { clearMarkOnEdit, markField } from "./fields.js";
-import { machineName } from "./format.js";
+import { assignedSummary, machineName } from "./format.js";
 import { JoinList } from "./join-list.js";
 import { describeFailure } from "./messages.js";
 import { StorageNotice } from "./storage-notice.js";
@@ -61,8 +63,16 @@ const POLL_MS = 1500;
 const RECONNECT = { baseMs: 1000, maxMs: 10_000 };
 /** How often ages and countdowns are re-rendered. */
 const TICK_MS = 1000;
-/** The API base URL last signed in to (never the token: it lives only in the client's closure). */
+/** The API base URL last signed in to (kept across visits: it is no secret). */
 const API_URL_KEY = "stratum-console.apiUrl";
+/**
+ * The session of this tab, so a reload does not sign the operator out: the API URL and the
+ * token in sessionStorage, which lives only as long as the tab and is never shared with another
+ * tab or written to disk for good. Sign-out, a token the API no longer takes, and closing the
+ * tab end it. (The price: script running in the page can read it, as it could read the token
+ * from the client's closure while the page is open.)
+ */
+const SESSION_KEY = "stratum-console.session";
 
 interface Session {
   client: AdminClient;
@@ -76,6 +86,8 @@ interface Session {
 }
 
 let session: Session | undefined;
+/** The roles the founder takes, from its last answer (`capacity.roles`); the dialog offers only these. */
+let roles: readonly NodeRole[] | undefined;
 const signInFeedback = new FeedbackSpot("sign-in-feedback", () => ui.signInTitle);
 ui.signInForm.append(signInFeedback.element);
 const codes = new JoinCodes();
@@ -101,14 +113,19 @@ const list = new JoinList(JoinList.elements(), {
   approve: (card) => {
     if (!session) return;
     void dialog
-      .open(card.join, () => card.focusAfterApprove())
+      .open(card.join, () => card.focusAfterApprove(), roles)
       .then((approved) => {
         if (!approved) return;
+        // What the founder assigned, as it answered: the name, node id and addresses it will have.
+        const assigned = assignedSummary(approved);
         card.feedback.success(
-          `Approved ${machineName(approved)}${approved.nodeId ? `; it becomes node ${approved.nodeId}` : ""}. The card follows its install.`,
+          `Approved ${machineName(approved)}${assigned ? `; it becomes ${assigned}` : approved.nodeId ? `; it becomes node ${approved.nodeId}` : ""}. The card follows its install.`,
         );
       });
   },
+  expire: (join) => act((client, o) => client.expireNodeJoin(join.id, o)),
+  log: async (join, signal) =>
+    (await session!.client.getNodeJoin(join.id, { signal, timeoutMs: 10_000 })).logTail ?? [],
   reject: (join, reason) => act((client, o) => client.rejectNodeJoin(join.id, { reason }, o)),
   fail: (join, reason) => act((client, o) => client.failNodeJoin(join.id, { reason }, o)),
   retry: (join) => act((client, o) => client.retryNodeJoin(join.id, o)),
@@ -137,6 +154,20 @@ window.setInterval(() => {
 
 ui.apiUrl.value = localStorage.getItem(API_URL_KEY) ?? ui.apiUrl.value;
 for (const input of [ui.apiUrl, ui.token]) clearMarkOnEdit(input);
+resumeSession();
+
+/** Signs in again with this tab's session after a reload, if it has one. */
+function resumeSession(): void {
+  let saved: { apiUrl?: unknown; token?: unknown } | undefined;
+  try {
+    saved = JSON.parse(sessionStorage.getItem(SESSION_KEY) ?? "null") as typeof saved;
+  } catch {
+    saved = undefined;
+  }
+  if (typeof saved?.apiUrl !== "string" || typeof saved.token !== "string") return;
+  ui.apiUrl.value = saved.apiUrl;
+  void signIn(saved.apiUrl, saved.token);
+}
 
 ui.signInForm.addEventListener("submit", (event) => {
   event.preventDefault();
@@ -172,6 +203,8 @@ async function signIn(apiUrl: string, token: string): Promise<void> {
     const report = describeFailure(error, { apiUrl });
     // A refused token is the token field's fault, no answer the address's: said at the field.
     const field = report.kind === "auth" ? ui.token : report.kind === "network" ? ui.apiUrl : undefined;
+    // A tab's saved session the API no longer takes is over.
+    if (report.kind === "auth") sessionStorage.removeItem(SESSION_KEY);
     if (field) markField(field, report.summary);
     else signInFeedback.failure(describeFailure(error, { action: "sign in", apiUrl }));
     (field ?? ui.signInTitle).focus();
@@ -181,6 +214,7 @@ async function signIn(apiUrl: string, token: string): Promise<void> {
   }
   session = { client, apiUrl, controller, online: true };
   localStorage.setItem(API_URL_KEY, apiUrl);
+  sessionStorage.setItem(SESSION_KEY, JSON.stringify({ apiUrl, token }));
   ui.token.value = "";
   ui.signInForm.hidden = true;
   ui.console.hidden = false;
@@ -193,6 +227,7 @@ async function signIn(apiUrl: string, token: string): Promise<void> {
 }
 
 function signOut(): void {
+  sessionStorage.removeItem(SESSION_KEY);
   if (!session) return;
   session.controller.abort();
   session = undefined;
@@ -283,19 +318,23 @@ async function watch(current: Session): Promise<void> {
   // watchJoins yields changes only; wrapping the list calls lets the page also see a poll that
   // changed nothing succeed, so the outage notice clears as soon as the API answers again. The
   // long poll is passed on, so a machine that registers shows up at once, not at the next poll.
-  const answered = (items?: readonly NodeJoin[]): void => {
+  const answered = (answer?: { items: readonly NodeJoin[]; capacity?: JoinCapacity | undefined }): void => {
     if (!current.online) setOnline(current, true);
-    if (items) codes.suggestRelease(clusterRelease(items));
+    if (!answer) return;
+    codes.suggestRelease(clusterRelease(answer.items));
+    roles = answer.capacity?.roles;
+    // After the watch has applied the answer's changes: the capacity speaks of the same list.
+    window.setTimeout(() => list.setCapacity(answer.capacity), 0);
   };
   const lister: JoinLister = {
     listNodeJoins: async (options) => {
       const answer = await client.listNodeJoins(options);
-      answered(answer.items);
+      answered(answer);
       return answer;
     },
     pollNodeJoins: async (options) => {
       const answer = await client.pollNodeJoins(options);
-      answered(answer.changed ? answer.items : undefined);
+      answered(answer.changed ? answer : undefined);
       return answer;
     },
   };
