@@ -80,7 +80,8 @@ function joinRoutes(router: Router, deps: AdminDeps): void {
     let etag = jsonEtag(list);
     if (waitSeconds > 0 && matches(ifNoneMatch, etag)) {
       const held = etag;
-      await waitForChange(store, ctx.res, waitSeconds * 1000, () => jsonEtag(cluster.joinList()) !== held);
+      // A join turns silent (`stalled`) with time alone, no write: looked at every second.
+      await waitForChange(store, ctx.res, waitSeconds * 1000, () => jsonEtag(cluster.joinList()) !== held, 1000);
       if (ctx.res.destroyed) return;
       list = cluster.joinList();
       etag = jsonEtag(list);
