@@ -113,7 +113,13 @@ async function openFirefox(size: { width: number; height: number }): Promise<Bro
     errors,
     goto: async (url) => void (await page.goto(url)),
     click: (selector) => page.locator(selector).click(),
-    fill: (selector, value) => page.locator(selector).fill(value),
+    fill: async (selector, value) => {
+      if (value !== "") return page.locator(selector).fill(value);
+      // Puppeteer's fill types nothing for an empty value: the field is cleared as a person
+      // would (select all, delete), so the page hears its input event.
+      await page.locator(selector).click({ count: 3 });
+      await page.keyboard.press("Backspace");
+    },
     press: (key) => page.keyboard.press(key as Parameters<typeof page.keyboard.press>[0]),
     evaluate: (fn) => page.evaluate(fn) as never,
     evaluateWith: (fn, arg) => page.evaluate(fn as (a: unknown) => unknown, arg) as never,

@@ -8,7 +8,7 @@
 import { h, nowrapIds } from "./dom.js";
 import { STATE_WORDS } from "./format.js";
 import type { JoinCard } from "./join-card.js";
-import { formatAgo } from "./time.js";
+import { formatDuration } from "./time.js";
 
 /** The notice of the stuck join, if any. */
 export class BlockerNotice {
@@ -28,7 +28,8 @@ export class BlockerNotice {
     }
     const join = stuck.join;
     const behind = cards.filter((c) => c.join.state === "approved").length;
-    const silent = formatAgo(join.lastSeenAt ?? join.deliveredAt, now)?.replace(/ ago$/, "");
+    const since = Date.parse(join.lastSeenAt ?? join.deliveredAt ?? "");
+    const silent = Number.isNaN(since) ? undefined : formatDuration(Math.max(0, now - since));
     const text = `${join.hostname || "An unnamed machine"} (${join.id}, pairing code ${join.pairingCode}) is silent: ${STATE_WORDS[join.state].toLowerCase()}${silent ? `, nothing heard for ${silent}` : ""}. ${behind ? `${behind} approved ${behind === 1 ? "machine waits" : "machines wait"} behind it. ` : ""}Fail it if it will not report again; Retry queues it again later.`;
     const message = this.element.querySelector<HTMLElement>('[data-testid="blocker-text"]');
     if (this.shownFor === join.id && message) {

@@ -7,7 +7,6 @@
  */
 
 import { isAbortError, type AdminClient, type JoinCodeInfo, type MintedJoinCode } from "@stratum/join";
-import QRCode from "qrcode";
 import { confirmAction } from "./confirm-dialog.js";
 import { breakableCommand, breakableUrl, byTestId, copyButton, groupedCode, h } from "./dom.js";
 import { FeedbackSpot } from "./feedback.js";
@@ -94,10 +93,10 @@ export class JoinCodes {
     for (const input of [this.ui.ttl, this.ui.endpoint]) clearMarkOnEdit(input);
   }
 
-  /** Starts working for a signed-in session. */
-  start(session: CodesSession): void {
+  /** Starts working for a signed-in session; resolves once the live codes are listed (or failed to be). */
+  start(session: CodesSession): Promise<void> {
     this.session = session;
-    void this.refresh();
+    return this.refresh();
   }
 
   /** Signs out: nothing of a code stays on the page (it is a secret, shown once). */
@@ -185,6 +184,8 @@ export class JoinCodes {
       this.ui.url.replaceChildren(breakableUrl(minted.url));
       this.renderCommand();
       this.ui.expires.textContent = fullExpiry(minted.joinCode.expiresAt, Date.now());
+      // Loaded when a code is first minted: a page that only approves never parses it.
+      const { default: QRCode } = await import("qrcode");
       await QRCode.toCanvas(this.ui.qr, minted.url, { width: 200, margin: 1, errorCorrectionLevel: "M" });
       this.ui.minted.hidden = false;
       this.feedback.success(

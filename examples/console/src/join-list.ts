@@ -58,6 +58,7 @@ export class JoinList {
   private readonly capacity: CapacityNotice;
   private readonly blocker: BlockerNotice;
   private lastCapacity: JoinCapacity | undefined;
+  private readonly firstListeners: (() => void)[] = [];
 
   constructor(
     private readonly ui: JoinListElements,
@@ -84,6 +85,11 @@ export class JoinList {
     });
     ui.notices.append(this.blocker.element, this.capacity.element);
     document.addEventListener("keydown", (event) => this.key(event));
+  }
+
+  /** Resolves once the first answer of the watch is shown (the machines that were there). */
+  firstShown(): Promise<void> {
+    return this.first ? new Promise((resolve) => this.firstListeners.push(resolve)) : Promise.resolve();
   }
 
   /** The capacity the founder answered with the list (`capacity`), shown above it. */
@@ -200,6 +206,7 @@ export class JoinList {
     if (this.first) {
       // The first poll lists what was already there: the counts say it, nothing changed.
       this.first = false;
+      for (const listener of this.firstListeners.splice(0)) listener();
     } else if (this.pending.length) {
       // Several changes at once are read as one message; more than a few, as a count.
       this.ui.changes.replaceChildren(

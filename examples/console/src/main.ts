@@ -20,6 +20,7 @@ import {
   type JoinCapacity,
   type JoinChange,
   type JoinLister,
+  type JoinListPoll,
   type NodeJoin,
   type NodeRole,
 } from "@stratum/join";
@@ -80,6 +81,8 @@ interface Session {
   /** Aborts the watch and every call in flight on sign-out. */
   controller: AbortController;
   online: boolean;
+  /** The sign-in's answer of the join list, which the watch starts from (taken once). */
+  first?: JoinListPoll | undefined;
   /** When the server was last found unreachable, and when the next try is. */
   lostSince?: number;
   retryAt?: number;
@@ -164,9 +167,15 @@ function resumeSession(): void {
   } catch {
     saved = undefined;
   }
-  if (typeof saved?.apiUrl !== "string" || typeof saved.token !== "string") return;
+  if (typeof saved?.apiUrl !== "string" || typeof saved.token !== "string") {
+    document.documentElement.classList.remove("resuming");
+    return;
+  }
   ui.apiUrl.value = saved.apiUrl;
-  void signIn(saved.apiUrl, saved.token);
+  // A session that fails (the token no longer taken, no answer) shows the form, with why.
+  void signIn(saved.apiUrl, saved.token).finally(() => {
+    if (!session) document.documentElement.classList.remove("resuming");
+  });
 }
 
 ui.signInForm.addEventListener("submit", (event) => {
@@ -195,10 +204,12 @@ async function signIn(apiUrl: string, token: string): Promise<void> {
   ui.signIn.disabled = true;
   const controller = new AbortController();
   let client: AdminClient;
+  let first: JoinListPoll;
   try {
     client = withStorageGate(createAdminClient({ baseUrl: apiUrl, token, timeoutMs: 15_000 }), gate);
-    // One call first, so a wrong token or URL is told at the form rather than by a dead list.
-    await client.listNodeJoins({ signal: controller.signal });
+    // One call first, so a wrong token or URL is told at the form rather than by a dead list;
+    // its answer is the watch's first, not asked for again.
+    first = await client.pollNodeJoins({ signal: controller.signal });
   } catch (error) {
     const report = describeFailure(error, { apiUrl });
     // A refused token is the token field's fault, no answer the address's: said at the field.
@@ -212,7 +223,7 @@ async function signIn(apiUrl: string, token: string): Promise<void> {
   } finally {
     ui.signIn.disabled = false;
   }
-  session = { client, apiUrl, controller, online: true };
+  session = { client, apiUrl, controller, online: true, first };
   localStorage.setItem(API_URL_KEY, apiUrl);
   sessionStorage.setItem(SESSION_KEY, JSON.stringify({ apiUrl, token }));
   ui.token.value = "";
@@ -220,10 +231,17 @@ async function signIn(apiUrl: string, token: string): Promise<void> {
   ui.console.hidden = false;
   ui.session.hidden = false;
   ui.signedInAs.textContent = `Signed in to ${apiUrl}`;
-  codes.start({ client, signal: controller.signal, apiUrl });
+  const codesListed = codes.start({ client, signal: controller.signal, apiUrl });
   setOnline(session, true);
   ui.mintTitle.focus();
   void watch(session);
+  if (document.documentElement.classList.contains("resuming")) {
+    // A reloaded tab appears once its codes and machines are in, at most 3 s from now.
+    const shown = Promise.all([codesListed, list.firstShown()]);
+    await Promise.race([shown, new Promise((resolve) => window.setTimeout(resolve, 3000))]);
+    document.documentElement.classList.remove("resuming");
+    ui.mintTitle.focus();
+  }
 }
 
 function signOut(): void {
@@ -333,7 +351,9 @@ async function watch(current: Session): Promise<void> {
       return answer;
     },
     pollNodeJoins: async (options) => {
-      const answer = await client.pollNodeJoins(options);
+      const seed = current.first;
+      current.first = undefined;
+      const answer = seed && options.etag === undefined ? seed : await client.pollNodeJoins(options);
       answered(answer.changed ? answer : undefined);
       return answer;
     },
