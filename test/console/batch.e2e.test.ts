@@ -166,6 +166,12 @@ class Walk {
     const name = await this.page.evaluate(
       () => document.querySelector<HTMLInputElement>('[data-testid="approve-name"]')!.value,
     );
+    // Only the roles the founder takes are offered (its capacity.roles): no role to be refused.
+    const roles = await this.page.evaluate(() =>
+      [...document.querySelectorAll<HTMLOptionElement>('[data-testid="approve-role"] option')].map((o) => o.value),
+    );
+    expect(roles).toEqual(this.server.cluster.joinList().capacity.roles);
+    expect(roles).toEqual(["hybrid"]);
     await expect
       .poll(
         () =>
@@ -224,9 +230,6 @@ for (const browser of ["chromium", "firefox"] as const) {
       await expect
         .poll(() => w.text('[data-testid="capacity-text"]'), POLL)
         .toBe("Control plane: 1 member, at most 5: 4 more machines can be approved. Waiting: 16 of 16 slots taken.");
-      // Only the roles the founder takes are offered: it says which.
-      const roles = await w.server.cluster.joinList().capacity.roles;
-      expect(roles).toEqual(["hybrid"]);
     });
 
     it("turns a seventeenth machine away, and the console counts it", async () => {
