@@ -962,11 +962,11 @@ export interface components {
              */
             pairingCode: string;
             /**
-             * @description What the join waits for, in words: for an approved join, its turn (the join running
-             *     before it, by host name, or the cluster's upgrade); for a pending one that the
-             *     cluster cannot take now, why (the cluster is full: its control-plane nodes and
-             *     approved joins are at the most it takes). Absent for a pending join that only waits
-             *     for an operator.
+             * @description What the join waits for, as words that follow "waiting for": for an approved join,
+             *     its turn ("vm (nj-8w2k4m1p, delivering) to finish: one join runs at a time", saying
+             *     so when that join has gone silent; "the cluster upgrade to finish"); for a pending one
+             *     the cluster cannot take now, a place ("a free place: the cluster is full, ..."). Absent
+             *     for a pending join that only waits for an operator.
              */
             waitReason?: string;
             /** @description Why it was rejected. */
