@@ -366,8 +366,9 @@ export interface paths {
          * The assignment an approval would apply, without approving.
          * @description For a console that shows the operator what will be applied before it approves: the
          *     complete assignment an `approveNodeJoin` with the same body would apply now, defaults
-         *     filled in and addresses allocated, or the refusal it would get (the same 409
-         *     `JOIN_APPROVAL_REFUSED` with field `errors`, 409 `JOIN_STATE_CONFLICT`, 404 and 400). The
+         *     filled in and addresses allocated, or the refusal it would get: the assignment's (the
+         *     problem document of 409 `JOIN_APPROVAL_REFUSED`, with field `errors`) in the answer's
+         *     `refusal`, with 200; the request's own (409 `JOIN_STATE_CONFLICT`, 404, 400) as errors. The
          *     preview and the approval run the same check, so they cannot disagree; only a change
          *     between the two (another approval taking an address, a member joining) can make the
          *     approval differ. Nothing changes on the founder and nothing is audited. Gates on
@@ -1566,9 +1567,16 @@ export interface components {
                 lastRefusedAt?: string;
             };
         };
-        /** @description What an approval with the same body would apply now. */
+        /**
+         * @description What an approval with the same body would do now: apply `assignment`, or be refused with
+         *     `refusal`, the problem document approveNodeJoin would answer (409
+         *     `JOIN_APPROVAL_REFUSED` with its field `errors`). Exactly one of the two. A refusal of the
+         *     assignment is the preview's answer, not a failed request: it comes with 200, so a console
+         *     that previews after each edit does not fill the browser's log with failed requests.
+         */
         ApprovalPreview: {
-            assignment: components["schemas"]["Assignment"];
+            assignment?: components["schemas"]["Assignment"];
+            refusal?: components["schemas"]["Problem"];
         };
         /**
          * @description Everything about a joiner, chosen on the founder. It becomes the joiner's node.yaml and
@@ -2735,7 +2743,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The assignment the approval would apply. */
+            /** @description The assignment the approval would apply, or its refusal. */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -8,6 +8,7 @@
 import { authorize } from "./auth.js";
 import type { Cluster } from "./cluster.js";
 import { HttpProblem, Router, parseBody, readJson, sendJson, type RequestContext } from "./http.js";
+import { problemBody } from "./http-problem.js";
 import { jsonEtag, matches, waitForChange, waitSecondsOf } from "./long-poll.js";
 import {
   ApprovalSchema,
@@ -108,10 +109,17 @@ function joinRoutes(router: Router, deps: AdminDeps): void {
   });
 
   // The same check as approve, with nothing stored: what the console shows before it approves.
+  // A refused assignment is the preview's answer (200 with `refusal`), not a failed request: a
+  // console previews after each edit, and a browser logs every 4xx as an error.
   router.add("POST", "/v1/admin/cluster/joins/:joinId/approval-preview", async (ctx) => {
     authorize(store, ctx, "ha:ApproveNodeJoin");
     const body = parseBody(ApprovalSchema, (await readJson(ctx, deps.bodyBytes)) ?? {});
-    sendJson(ctx, 200, { assignment: cluster.previewApproval(ctx.params.joinId!, body) });
+    try {
+      sendJson(ctx, 200, { assignment: cluster.previewApproval(ctx.params.joinId!, body) });
+    } catch (error) {
+      if (!(error instanceof HttpProblem) || error.code !== "JOIN_APPROVAL_REFUSED") throw error;
+      sendJson(ctx, 200, { refusal: problemBody(error, ctx.requestId) });
+    }
   });
 
   router.add("POST", "/v1/admin/cluster/joins/:joinId/reject", async (ctx) => {

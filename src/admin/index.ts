@@ -10,7 +10,7 @@ import createClient, { type Client, type Middleware } from "openapi-fetch";
 import type { components, paths } from "../../generated/api.js";
 import { problemFromResponse } from "../core/problem.js";
 import { throwIfAborted } from "../core/retry.js";
-import { NetworkError, ResponseValidationError, StratumError, TimeoutError } from "../errors/index.js";
+import { NetworkError, ResponseValidationError, StratumApiError, StratumError, TimeoutError } from "../errors/index.js";
 import type { AdminOperationId, ResponseValidator } from "../schemas/index.js";
 import { describeUnanswered, linkSignals, transportCause } from "./transport.js";
 import {
@@ -116,14 +116,16 @@ export interface AdminClient {
    * The complete assignment {@link AdminClient.approveNodeJoin} with the same `approval` would
    * apply now, defaults filled in and addresses allocated, without approving
    * (`POST …/joins/{joinId}/approval-preview`): for a console that shows the operator what
-   * will be applied before it approves. Refused exactly as the approval would be (409
-   * `JOIN_APPROVAL_REFUSED` with field errors, 409 `JOIN_STATE_CONFLICT`, 404); changes nothing.
+   * will be applied before it approves. Refused exactly as the approval would be: a
+   * `StratumApiError` 409 `JOIN_APPROVAL_REFUSED` with field errors (which the founder answers
+   * in the preview's `refusal`, with 200, so a browser logs no failed request), 409
+   * `JOIN_STATE_CONFLICT`, 404; changes nothing.
    */
   previewApproval(
     joinId: string,
     approval?: ApiSchemas["Approval"],
     options?: CallOptions,
-  ): Promise<ApiSchemas["ApprovalPreview"]>;
+  ): Promise<{ assignment: ApiSchemas["Assignment"] }>;
   /** Rejects a machine, with a reason (`POST …/joins/{joinId}/reject`). */
   rejectNodeJoin(
     joinId: string,
@@ -348,13 +350,21 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
         (init) => raw.POST(APPROVE, { ...init, params: { path: { joinId } }, body: approval ?? {} }),
         o,
       ),
-    previewApproval: (joinId, approval, o) =>
-      call(
+    previewApproval: async (joinId, approval, o) => {
+      const preview = await call(
         "previewApproval",
         `POST ${APPROVAL_PREVIEW}`,
         (init) => raw.POST(APPROVAL_PREVIEW, { ...init, params: { path: { joinId } }, body: approval ?? {} }),
         o,
-      ),
+      );
+      // The refusal the approval would get, thrown as the approval would throw it.
+      if (preview.refusal) throw new StratumApiError(preview.refusal.status, preview.refusal);
+      if (!preview.assignment)
+        throw new ResponseValidationError(`POST ${APPROVAL_PREVIEW}`, [
+          { path: "", message: "neither an assignment nor a refusal" },
+        ]);
+      return { assignment: preview.assignment };
+    },
     rejectNodeJoin: (joinId, rejection, o) =>
       call(
         "rejectNodeJoin",

@@ -7,6 +7,7 @@ import { bool, int, opt, str, strings } from "./builders.js";
 import { JoinStateSchema, NodeRoleSchema, UpgradeSchema } from "./join.js";
 import { InventorySchema } from "./inventory.js";
 import { AssignmentSchema } from "./assignment.js";
+import { ProblemSchema } from "./problem.js";
 
 /** `Step`: one step of a join, as the joiner reported it. */
 export const StepSchema = z.object({
@@ -63,8 +64,8 @@ export const JoinCapacitySchema = z.object({
 /** `NodeJoinList`: registrations, newest first, and the cluster's capacity. */
 export const NodeJoinListSchema = z.object({ items: z.array(NodeJoinSchema), capacity: opt(JoinCapacitySchema) });
 
-/** `ApprovalPreview`: what an approval with the same body would apply now (`previewApproval`). */
-export const ApprovalPreviewSchema = z.object({ assignment: AssignmentSchema });
+/** `ApprovalPreview`: what an approval with the same body would do now: apply `assignment`, or be refused (`refusal`). */
+export const ApprovalPreviewSchema = z.object({ assignment: opt(AssignmentSchema), refusal: opt(ProblemSchema) });
 
 /** `JoinCodeState`. */
 export const JoinCodeStateSchema = z.enum(["live", "expired", "revoked"]);

@@ -250,7 +250,14 @@ export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[]
     }),
     http.post("/v1/admin/cluster/joins/{joinId}/approval-preview", async ({ params, request, response }) => {
       const decision = await decide(params.joinId, request);
-      if (!decision.ok) return response.untyped(decision.refusal);
+      if (!decision.ok) {
+        // A refused assignment is the preview's answer, with 200, as the founder gives it.
+        if (decision.refusal.status === 409) {
+          const problem = (await decision.refusal.clone().json()) as Schemas["Problem"];
+          if (problem.code === "JOIN_APPROVAL_REFUSED") return response(200).json({ refusal: problem });
+        }
+        return response.untyped(decision.refusal);
+      }
       return response(200).json({ assignment: decision.assignment });
     }),
     http.post("/v1/admin/cluster/joins/{joinId}/reject", async ({ params, request, response }) => {

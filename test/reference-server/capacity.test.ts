@@ -152,8 +152,7 @@ describe("twins: defaults that skip what others hold", () => {
     expect((await approve(s, b)).body.assignment).toEqual(second.body.assignment);
     // A third clone has no free address left on its cards: refused, naming what holds it.
     const third = await preview(s, c);
-    expect(third.status).toBe(409);
-    expect(third.body.errors).toContainEqual({
+    expect(third.body.refusal.errors).toContainEqual({
       field: "mgmt.address",
       message: `192.0.2.77 is already held by vm (${a}, approved); give this machine another address (a new one as a CIDR, with a gateway)`,
     });
@@ -161,13 +160,15 @@ describe("twins: defaults that skip what others hold", () => {
     const named = await preview(s, c, {
       assignment: { name: "vm-2", mgmt: { interface: "enp2s0f0", address: "192.0.2.240" } },
     });
-    expect(named.body.errors).toEqual(
+    expect(named.body.refusal.errors).toEqual(
       expect.arrayContaining([
         { field: "name", message: `vm-2 is already the name of vm (${b}, approved)` },
         expect.objectContaining({ field: "mgmt.address", message: expect.stringContaining("held by the API VIP") }),
       ]),
     );
-    expect((await preview(s, c, { assignment: { mgmt: { interface: "enp2s0f0" } } })).body.errors).toContainEqual({
+    expect(
+      (await preview(s, c, { assignment: { mgmt: { interface: "enp2s0f0" } } })).body.refusal.errors,
+    ).toContainEqual({
       field: "mgmt.address",
       message: expect.stringContaining(`198.51.100.2 is already held by vm (${b}, approved)`),
     });
