@@ -6,7 +6,6 @@
 // the call as the API does; no doubled words; notes wrap between words; a join an operator
 // failed reads "failed by"; `check` prints its expiry in words; `admin joins` has serial and MAC.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -14,7 +13,7 @@ import { stripAnsi } from "../../src/cli/style.js";
 import { vmInventory } from "../console/machines.js";
 import { insertJoinRow } from "../reference-server/helpers.js";
 import { startHarness, type Harness } from "../node/harness.js";
-import { buildCli, inPipe, inTerminal, killAll, removeCli, screen } from "./process.js";
+import { buildCli, closedPort, inPipe, inTerminal, killAll, removeCli, screen } from "./process.js";
 
 let cli: string;
 let tmp: string;
@@ -39,15 +38,6 @@ afterAll(async () => {
 const api = () => ({ STRATUM_API: h.server.adminUrl, STRATUM_TOKEN: h.server.adminToken });
 /** The screen lines wider than 80 columns. */
 const tooWide = (lines: readonly string[]) => lines.filter((line) => [...line].length > 80);
-/** A free port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 describe("did you mean", () => {
   it("suggests the command or flag that was meant, on a terminal and in a pipe, in the CLI's own words", async () => {
     const command = inTerminal(cli, ["regster", "--release", "0.6.0"]);

@@ -12,6 +12,7 @@ import { JoinProtocolError } from "../../src/errors/index.js";
 import { EXIT_CODE_TABLE, exitCodeFor, exitCodeForCode, runCli } from "../../src/cli/run.js";
 import { Output } from "../../src/cli/output.js";
 import { demoInventory, startHarness, type Harness } from "../node/harness.js";
+import { closedPort } from "./process.js";
 
 interface Run {
   code: number;
@@ -34,15 +35,6 @@ async function cli(
     ...(options.stdin ? { stdin: options.stdin } : {}),
   });
   return { code, stdout, stderr, json: args.includes("--json") ? JSON.parse(stdout) : undefined };
-}
-
-/** A port on loopback that nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 let tmp: string;

@@ -23,8 +23,8 @@ export function browserRunnable(name: BrowserName): boolean {
   return existsSync(BROWSERS[name]) || Boolean(process.env.CI);
 }
 
-// No outside network here: without these Chromium keeps dialling Google services.
-const CHROMIUM_ARGS = [
+/** No outside network here: without these Chromium keeps dialling Google services and floods the log. */
+export const CHROMIUM_ARGS = [
   "--headless",
   "--no-sandbox",
   "--disable-gpu",
