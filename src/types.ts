@@ -20,7 +20,7 @@ export type JoinState = components["schemas"]["JoinState"];
  * the registrations they turned away (the join list's `capacity`).
  */
 export type JoinCapacity = components["schemas"]["JoinCapacity"];
-/** A node's role; an approval may name only those in {@link JoinCapacity.roles}. */
+/** A node's role; an approval may name only those the join list's `capacity.roles` names. */
 export type NodeRole = components["schemas"]["NodeRole"];
 /** A joiner's view of its registration. */
 export type Registration = components["schemas"]["Registration"];

@@ -125,7 +125,10 @@ export interface AdminClient {
     joinId: string,
     approval?: ApiSchemas["Approval"],
     options?: CallOptions,
-  ): Promise<{ assignment: ApiSchemas["Assignment"] }>;
+  ): Promise<{
+    /** The complete assignment the approval would apply. */
+    assignment: ApiSchemas["Assignment"];
+  }>;
   /** Rejects a machine, with a reason (`POST …/joins/{joinId}/reject`). */
   rejectNodeJoin(
     joinId: string,
