@@ -333,3 +333,16 @@ export function explainState(join: NodeJoin, now: number): string {
       return "Nobody approved it in time; the machine has to register again with a live join code.";
   }
 }
+
+/**
+ * The cluster's release as the machines show it: a machine that upgrades is told the
+ * cluster's release; any other registered on it. The admin API has no call that says it.
+ */
+export function clusterRelease(joins: readonly NodeJoin[]): string | undefined {
+  for (const join of joins) {
+    if (join.state === "needs-upgrade") {
+      if (join.upgrade?.to) return join.upgrade.to;
+    } else if (join.release) return join.release;
+  }
+  return undefined;
+}

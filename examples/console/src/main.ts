@@ -30,10 +30,11 @@ import { announce, byTestId, h } from "./dom.js";
 import { StorageGate, withStorageGate } from "./disk-full.js";
 import { clearFeedback, FeedbackSpot } from "./feedback.js";
 import { clearMarkOnEdit, markField } from "./fields.js";
-import { assignedSummary, machineName } from "./format.js";
+import { assignedSummary, clusterRelease, machineName } from "./format.js";
 import { JoinList } from "./join-list.js";
 import { describeFailure } from "./messages.js";
 import { StorageNotice } from "./storage-notice.js";
+import { forgetTabSession, loadTabSession, saveTabSession } from "./tab-session.js";
 import { formatDuration } from "./time.js";
 
 const ui = {
@@ -66,14 +67,6 @@ const RECONNECT = { baseMs: 1000, maxMs: 10_000 };
 const TICK_MS = 1000;
 /** The API base URL last signed in to (kept across visits: it is no secret). */
 const API_URL_KEY = "stratum-console.apiUrl";
-/**
- * The session of this tab, so a reload does not sign the operator out: the API URL and the
- * token in sessionStorage, which lives only as long as the tab and is never shared with another
- * tab or written to disk for good. Sign-out, a token the API no longer takes, and closing the
- * tab end it. (The price: script running in the page can read it, as it could read the token
- * from the client's closure while the page is open.)
- */
-const SESSION_KEY = "stratum-console.session";
 
 interface Session {
   client: AdminClient;
@@ -159,15 +152,10 @@ ui.apiUrl.value = localStorage.getItem(API_URL_KEY) ?? ui.apiUrl.value;
 for (const input of [ui.apiUrl, ui.token]) clearMarkOnEdit(input);
 resumeSession();
 
-/** Signs in again with this tab's session after a reload, if it has one. */
+/** Signs in again with this tab's session after a reload, if it has one (tab-session.ts). */
 function resumeSession(): void {
-  let saved: { apiUrl?: unknown; token?: unknown } | undefined;
-  try {
-    saved = JSON.parse(sessionStorage.getItem(SESSION_KEY) ?? "null") as typeof saved;
-  } catch {
-    saved = undefined;
-  }
-  if (typeof saved?.apiUrl !== "string" || typeof saved.token !== "string") {
+  const saved = loadTabSession();
+  if (!saved) {
     document.documentElement.classList.remove("resuming");
     return;
   }
@@ -215,7 +203,7 @@ async function signIn(apiUrl: string, token: string): Promise<void> {
     // A refused token is the token field's fault, no answer the address's: said at the field.
     const field = report.kind === "auth" ? ui.token : report.kind === "network" ? ui.apiUrl : undefined;
     // A tab's saved session the API no longer takes is over.
-    if (report.kind === "auth") sessionStorage.removeItem(SESSION_KEY);
+    if (report.kind === "auth") forgetTabSession();
     if (field) markField(field, report.summary);
     else signInFeedback.failure(describeFailure(error, { action: "sign in", apiUrl }));
     (field ?? ui.signInTitle).focus();
@@ -225,7 +213,7 @@ async function signIn(apiUrl: string, token: string): Promise<void> {
   }
   session = { client, apiUrl, controller, online: true, first };
   localStorage.setItem(API_URL_KEY, apiUrl);
-  sessionStorage.setItem(SESSION_KEY, JSON.stringify({ apiUrl, token }));
+  saveTabSession({ apiUrl, token });
   ui.token.value = "";
   ui.signInForm.hidden = true;
   ui.console.hidden = false;
@@ -245,7 +233,7 @@ async function signIn(apiUrl: string, token: string): Promise<void> {
 }
 
 function signOut(): void {
-  sessionStorage.removeItem(SESSION_KEY);
+  forgetTabSession();
   if (!session) return;
   session.controller.abort();
   session = undefined;
@@ -397,19 +385,6 @@ function apply(change: JoinChange): void {
   list.apply(change, Date.now());
   // A new registration changes its code's count of machines.
   if (change.type === "added" && session) void codes.refresh();
-}
-
-/**
- * The cluster's release as the machines show it: a machine that upgrades is told the
- * cluster's release; any other registered on it. The admin API has no call that says it.
- */
-function clusterRelease(joins: readonly NodeJoin[]): string | undefined {
-  for (const join of joins) {
-    if (join.state === "needs-upgrade") {
-      if (join.upgrade?.to) return join.upgrade.to;
-    } else if (join.release) return join.release;
-  }
-  return undefined;
 }
 
 // Live codes change by themselves (expiry, other consoles, registrations): list them again now and then.
