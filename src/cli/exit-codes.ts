@@ -177,6 +177,13 @@ export const EXIT_CODE_TABLE: readonly ExitCodeRow[] = [
     codes: ["RUNTIME_UNSUPPORTED"],
   },
   {
+    exit: 18,
+    summary: "still waiting: the wait ran out while the cluster answers",
+    meaning:
+      "still waiting: --timeout ran out while the cluster answered; the registration is where it was (see error.registration, e.g. pending, waiting for an operator); run the same command again to go on waiting",
+    codes: ["STILL_WAITING"],
+  },
+  {
     exit: 130,
     summary: "interrupted (Ctrl-C)",
     meaning: "interrupted (Ctrl-C): waits and downloads stop cleanly; a download resumes on the next run",

@@ -592,7 +592,7 @@ describe("against a reference server", () => {
     expect(run.stderr).toContain("state pending");
   });
 
-  it("Ctrl-C stops a wait cleanly (exit 130), --timeout gives up (exit 9)", async () => {
+  it("Ctrl-C stops a wait cleanly (exit 130); --timeout while the cluster answers is still waiting (exit 18), not the network", async () => {
     const dir = join(tmp, "machine-abort");
     const controller = new AbortController();
     const started = Date.now();
@@ -621,8 +621,9 @@ describe("against a reference server", () => {
       "1",
       "--json",
     ]);
-    expect(timedOut.code).toBe(9);
-    expect(timedOut.json.error.code).toBe("TIMEOUT");
+    expect(timedOut.code).toBe(18);
+    expect(timedOut.json.error.code).toBe("STILL_WAITING");
+    expect(timedOut.json.error.registration).toMatchObject({ state: "pending" });
   });
 
   it("a rejected machine: status shows why, register again exits 7", async () => {

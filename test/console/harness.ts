@@ -19,21 +19,10 @@ import {
 } from "../../src/node/index.js";
 import { startReferenceServer, type ReferenceServer } from "../../examples/reference-server/server.js";
 import { buildConsole, serveStatic } from "./build-console.js";
+import { CHROMIUM, CHROMIUM_ARGS } from "./driver.js";
 import { saveAxeLog, SHOTS, WIDTHS } from "./checkpoint.js";
 
-export const CHROMIUM = "/usr/bin/chromium";
-// No outside network here: without these Chromium keeps dialling Google services and floods
-// the log with refused connections.
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
+export { CHROMIUM } from "./driver.js";
 /** Page updates come from polls (1.5 s apart) and a loaded CI machine is slow: wait generously. */
 export const POLL = { timeout: 20_000, interval: 100 };
 

@@ -40,7 +40,7 @@ describe("approval defaults", () => {
     expect(answer.body.assignment).toEqual({
       name: `host-${id}`,
       role: "hybrid",
-      mgmt: { interface: "enp87s0", address: "192.0.2.21" },
+      mgmt: { interface: "enp87s0", address: t.server.store.getJoin(id)!.sourceAddr },
       provider: { topology: "bridged", vlan: 100, upstreamInterface: "enp87s0" },
     });
     expect(answer.body.waitReason).toEqual(expect.any(String));
@@ -50,7 +50,8 @@ describe("approval defaults", () => {
   it("takes the first wired IPv4 NIC for a joiner on the server's own machine (loopback)", async () => {
     const id = insertJoin({ sourceAddr: "127.0.0.1" });
     const answer = await approve(id);
-    expect(answer.body.assignment.mgmt).toEqual({ interface: "enp87s0", address: "192.0.2.21" });
+    const own = (t.server.store.getJoin(id)!.inventory!.nics![0]!.addresses![0] as string).split("/")[0];
+    expect(answer.body.assignment.mgmt).toEqual({ interface: "enp87s0", address: own });
     settle(id);
   });
 
@@ -349,10 +350,10 @@ describe("copyFrom", () => {
   });
 
   it("says in copyNotes what it could not match", async () => {
-    const inventory = sampleInventory() as any;
+    const inventory = sampleInventory("192.0.2.250") as any;
     inventory.nics = inventory.nics.filter((n: any) => n.name !== "enp2s0f0");
     inventory.disks = inventory.disks.filter((d: any) => d.name !== "nvme1n1");
-    const id = insertJoin({ inventory });
+    const id = insertJoin({ inventory, sourceAddr: "192.0.2.250" });
     const answer = await approve(id, { copyFrom: founder().nodeId });
     expect(answer.status).toBe(200);
     expect(answer.body.assignment.copyNotes).toHaveLength(2);

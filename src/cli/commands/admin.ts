@@ -96,12 +96,16 @@ export const adminJoins: CommandSpec = {
 /** `admin approve`. */
 export const adminApprove: CommandSpec = {
   path: ["admin", "approve"],
-  summary: "Approve a join, with an assignment (JSON file) or one copied from a member; all defaults without either.",
+  summary:
+    "Approve a join, with the fields to change (--name, --address, --disk, …), an assignment file or a member's; all defaults without any.",
   details: [
     "Approve only the machine whose console shows the same pairing code. With --pairing-code,",
     "the approval is refused (exit 10, PAIRING_MISMATCH) unless the join's pairing code is that",
     "one, so a script can carry what the person at the machine read out.",
-    "Refused assignments exit 13 with each problem at its field (error.errors).",
+    "The flags --name, --role, --rack, --az, --mgmt-interface, --address, --gateway,",
+    "--disk and --wipe set those fields over --assignment FILE and --copy-from; what they",
+    "leave out is the founder's default. Refused assignments exit 13 with each problem at",
+    "its field (error.errors) and the flag that fixes it.",
   ].join("\n"),
   positionals: [{ name: "JOIN_ID", description: "the join (nj-…)" }],
   flags: {
@@ -121,11 +125,44 @@ export const adminApprove: CommandSpec = {
       value: "CODE",
       description: "approve only if the join's pairing code is CODE (XXX-XXX)",
     },
+    name: { type: "string", value: "NAME", description: "the node's name (default: the hostname, numbered if taken)" },
+    role: { type: "string", value: "ROLE", description: "the node's role (default hybrid, the one role taken today)" },
+    rack: { type: "string", value: "RACK", description: "the topology.rack label" },
+    az: { type: "string", value: "AZ", description: "the availability zone" },
+    "mgmt-interface": {
+      type: "string",
+      value: "NIC",
+      description: "the management NIC (default: the one it registered from)",
+    },
+    address: {
+      type: "string",
+      value: "IP[/PREFIX]",
+      description: "the management address (default: the NIC's own); a new one as a CIDR, with --gateway",
+    },
+    gateway: { type: "string", value: "IP", description: "the gateway of a new management address" },
+    disk: {
+      type: "string",
+      multiple: true,
+      value: "KEY=ROLE",
+      description: "what a data disk becomes: compute, ceph-osd or unused (KEY: its WWN or by-id path); repeatable",
+    },
+    wipe: {
+      type: "string",
+      multiple: true,
+      value: "KEY",
+      description: "confirm wiping the disk KEY, which holds data (the typed confirmation); repeatable",
+    },
   },
+  fieldHint: approvalFlagOf,
   examples: [
     {
       comment: "approve the machine whose screen shows 4F7-K2Q, with the defaults",
       command: "stratum-join admin approve nj-8w2k4m1p --pairing-code 4F7-K2Q",
+    },
+    {
+      comment: "a twin: its own name and address, its data disk a Ceph OSD",
+      command:
+        "stratum-join admin approve nj-8w2k4m1p --name rack2-vm --address 192.0.2.31 --disk eui.0025388b91d1f0e2=ceph-osd",
     },
     {
       comment: "with an assignment, or one copied from a member",
@@ -133,6 +170,46 @@ export const adminApprove: CommandSpec = {
     },
   ],
   load: async () => (await import("../actions/admin.js")).runAdminApprove,
+};
+
+/**
+ * The flag of `admin approve` that sets a refused field: `name` → `--name`, `mgmt.address` →
+ * `--address`, `disks[1].confirm` → `--wipe KEY`; the rest is the assignment file's.
+ */
+function approvalFlagOf(field: string): string | undefined {
+  const path = field.replace(/^assignment\./, "");
+  const direct: Record<string, string> = {
+    name: "--name",
+    role: "--role",
+    rack: "--rack",
+    az: "--az",
+    "mgmt.interface": "--mgmt-interface",
+    "mgmt.address": "--address",
+    "mgmt.gateway": "--gateway",
+    copyFrom: "--copy-from",
+  };
+  if (direct[path]) return `fix with ${direct[path]}`;
+  if (/^disks\[\d+\]\.confirm$/.test(path)) return "fix with --wipe KEY";
+  if (/^disks\[\d+\]/.test(path)) return "fix with --disk KEY=ROLE";
+  return path ? "fix in --assignment FILE" : undefined;
+}
+
+/** `admin expire`. */
+export const adminExpire: CommandSpec = {
+  path: ["admin", "expire"],
+  summary:
+    "Expire a waiting join (pending or needs-upgrade) now: its waiting slot is freed, and the machine may register again later.",
+  details:
+    "For machines the cluster cannot take now (it is full): unlike a rejection, the key is not refused for good. A join in any other state is refused (exit 13, JOIN_STATE_CONFLICT).",
+  positionals: [{ name: "JOIN_ID", description: "the join (nj-…)" }],
+  flags: { ...API_FLAGS },
+  examples: [
+    {
+      comment: "the cluster is full; this machine can come back when a place is free",
+      command: "stratum-join admin expire nj-8w2k4m1p",
+    },
+  ],
+  load: async () => (await import("../actions/admin.js")).runAdminExpire,
 };
 
 /** `admin reject`. */
