@@ -13,6 +13,7 @@ import { stripAnsi } from "../../src/cli/style.js";
 import { vmInventory } from "../console/machines.js";
 import { insertJoinRow } from "../reference-server/helpers.js";
 import { startHarness, type Harness } from "../node/harness.js";
+import { writeSecretsFile } from "../node/machine-secrets.js";
 import { buildCli, closedPort, inPipe, inTerminal, killAll, removeCli, screen } from "./process.js";
 
 let cli: string;
@@ -178,7 +179,19 @@ describe("the operator's lists", () => {
     await h.admin.approveNodeJoin(joinId);
     const delivered = inPipe(
       cli,
-      ["register", "--identity", dir, "--release", "0.6.0", "--no-inventory", "--wait", "delivering"],
+      // The founder's OpenBao is a single instance: every secret but the unseal key, each to its home.
+      [
+        "register",
+        "--identity",
+        dir,
+        "--release",
+        "0.6.0",
+        "--no-inventory",
+        "--wait",
+        "delivering",
+        "--secrets",
+        writeSecretsFile(mkdtempSync(join(tmp, "homes-"))),
+      ],
       {
         STRATUM_JOIN_URL: url,
       },

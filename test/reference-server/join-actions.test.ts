@@ -102,6 +102,8 @@ describe("the founder, the fake cluster and the console agree", () => {
           action,
           allowed ? 200 : 409,
         ]);
+        // Leaves the fake's capacity as it was: an approved join holds a control-plane place.
+        fake.updateJoin(join.id, { state: "rejected" });
         // The console's buttons.
         expect([action, CONSOLE[action](state)], `console: ${action} a ${state} join`).toEqual([action, allowed]);
       }
