@@ -8,6 +8,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { expectInstalled } from "../machine/tools.js";
 import { startHarness, type Harness } from "../node/harness.js";
 import { buildCli, removeCli, root, shellQuote } from "./process.js";
 
@@ -16,6 +17,7 @@ let tmp: string;
 let cli: string;
 
 beforeAll(async () => {
+  expectInstalled("jq");
   tmp = mkdtempSync(join(tmpdir(), "stratum-cli-scripts-"));
   [h, cli] = await Promise.all([startHarness({ timing: { tickMs: 100 } }), buildCli()]);
 });

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { COMMANDS, runCli } from "../../src/cli/run.js";
 import { stripAnsi } from "../../src/cli/style.js";
+import { expectInstalled } from "../machine/tools.js";
 import { startHarness, type Harness } from "../node/harness.js";
 import { buildCli, inPipe, inTerminal, inTerminalShell, killAll, removeCli, screen, shellQuote } from "./process.js";
 
@@ -18,6 +19,7 @@ let cli: string;
 let tmp: string;
 
 beforeAll(async () => {
+  expectInstalled("bsdutils"); // `script`, the terminal
   tmp = mkdtempSync(join(tmpdir(), "stratum-cli-tty-"));
   cli = await buildCli();
 });
