@@ -766,16 +766,17 @@ describe("http1Get: timeouts", () => {
   });
 
   it("bodyTimeout is a silence, not a total: a body trickling faster than it completes", async () => {
-    const body = Buffer.from("0123456789abcdef".repeat(2));
+    const body = Buffer.from("0123456789abcdef".repeat(6));
     handler = async (conn) => {
       await conn.request;
       await put(conn, head("200 OK", [`Content-Length: ${body.length}`]));
       await putSlowly(conn, body, 4, 40);
     };
-    const response = await get({ bodyTimeout: 150 });
+    // A silence ten times the pauses, so a loaded machine's late timer is not taken for one
+    const response = await get({ bodyTimeout: 400 });
     const sink = copyingSink(64);
-    // 8 pieces 40 ms apart: 320 ms in all, more than twice the bodyTimeout
-    await within(response.body.readInto(sink), 3000, "readInto");
+    // 24 pieces 40 ms apart: 960 ms in all, more than twice the bodyTimeout
+    await within(response.body.readInto(sink), 5000, "readInto");
     expect(sink.bytes().equals(body)).toBe(true);
   });
 
