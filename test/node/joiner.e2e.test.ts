@@ -66,7 +66,9 @@ describe("the joiner against the reference server", () => {
     const lines = h.log.length;
     const { code, endpoint } = parseJoinUrl(url);
     const typo = code.formatted.slice(0, 5) + (code.formatted[5] === "Z" ? "Y" : "Z") + code.formatted.slice(6);
-    await expect(checkJoinCode({ endpoint, code: typo, release: "0.6.0" })).rejects.toBeInstanceOf(JoinCodeError);
+    const error = await checkJoinCode({ endpoint, code: typo, release: "0.6.0" }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(JoinCodeError);
+    expect(error).toMatchObject({ code: "JOIN_CODE_MALFORMED", reason: "check" });
     expect(h.log.length).toBe(lines);
   });
 
