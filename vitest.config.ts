@@ -20,8 +20,10 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts", "examples/**/*.test.ts"],
     exclude: ["**/node_modules/**", "examples/console/dist/**"],
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
+    // Backstops for a test that hangs, not deadlines of the work: a test of a dozen real
+    // Argon2id exchanges takes seconds on a quiet machine and a minute on a loaded one.
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
     pool: "forks",
     // Most test files wait on sockets, timers and child processes rather than the CPU, so two
     // files per core (vitest's default is one fewer than the cores). No test depends on the

@@ -6,7 +6,7 @@
 // on a statistic that a busy machine leaves alone. The two kinds are probed interleaved (ABBA,
 // after a warm-up), so a load that comes and goes falls on both alike. A machine's load only
 // ever adds time, and the fastest answers are those it left alone: the statistic is each kind's
-// 10th percentile, where a listener's own extra work (an fsync, a read, a computation for live
+// 5th percentile, where a listener's own extra work (an fsync, a read, a computation for live
 // codes only) still shows in full, rather than the median, which a loaded machine moves by
 // milliseconds. Each percentile gets its distribution-free confidence interval (order
 // statistics, no assumption on how the times are spread), and the difference live − unknown
@@ -31,8 +31,13 @@ const PAIRS_PER_LOOK = 300;
 const LOOKS = 5;
 /** The chance, over all looks, of passing a listener whose difference is past the margin. */
 const ALPHA = 0.001;
-/** The percentile compared. */
-const QUANTILE = 0.1;
+/**
+ * The percentile compared: low enough that its interval stays among the answers a busy
+ * machine left alone (at a load average of 15, the 10th percentile's interval ran past a
+ * 0.22 ms margin around a difference of 0.02 ms), with probes enough below it for an interval
+ * from the first look on.
+ */
+const QUANTILE = 0.05;
 /** The margin: 1 ms, or a tenth of an unknown selector's percentile if that is less. */
 const MARGIN_MS = 1;
 const MARGIN_SHARE = 0.1;
@@ -80,7 +85,7 @@ describe("a quantile's confidence interval", () => {
 });
 
 describe("KE1 timing", () => {
-  it("answers a live selector and an unknown one in the same time (10th percentiles within 1 ms and 10%)", async () => {
+  it("answers a live selector and an unknown one in the same time (5th percentiles within 1 ms and 10%)", async () => {
     // Every live probe is an exchange left outstanding: the code's budget is raised so that
     // none is refused as busy (the budget's size changes nothing on the path a KE1 takes).
     t = await startTestServer({ limits: { maxAttempts: 100_000, perAddressCalls: 1_000_000 } });
@@ -130,7 +135,7 @@ describe("KE1 timing", () => {
       else if (low >= margin || high <= -margin) verdict = "outside";
       const ms = (x: number) => `${x.toFixed(3)} ms`;
       report =
-        `${times.live.length} probes of each kind (look ${look} of ${LOOKS}): 10th percentiles live ` +
+        `${times.live.length} probes of each kind (look ${look} of ${LOOKS}): 5th percentiles live ` +
         `${ms(quantile(times.live, QUANTILE))}, unknown ${ms(quantile(times.unknown, QUANTILE))}; ` +
         `the difference within [${ms(low)}, ${ms(high)}] (each percentile's interval at ${(100 * level).toFixed(3)}%), ` +
         `margin ±${ms(margin)}; medians live ${ms(quantile(times.live, 0.5))}, unknown ${ms(quantile(times.unknown, 0.5))}`;
