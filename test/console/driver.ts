@@ -4,7 +4,6 @@
  * BiDi. Only what the walks use: navigation, clicks, typing, keys, `evaluate`, the viewport,
  * screenshots, a script tag, and the page's errors. Neither library downloads a browser.
  */
-import { existsSync } from "node:fs";
 import { chromium as playwrightChromium } from "playwright-core";
 import puppeteer from "puppeteer-core";
 import type { CheckpointView } from "./checkpoint.js";
@@ -17,11 +16,6 @@ export type BrowserName = "chromium" | "firefox";
 
 /** Where each browser is; a walk in a missing one is skipped on a developer's machine, never in CI. */
 export const BROWSERS: Record<BrowserName, string> = { chromium: CHROMIUM, firefox: FIREFOX };
-
-/** True when `name` can run here, or must (CI). */
-export function browserRunnable(name: BrowserName): boolean {
-  return existsSync(BROWSERS[name]) || Boolean(process.env.CI);
-}
 
 /** No outside network here: without these Chromium keeps dialling Google services and floods the log. */
 export const CHROMIUM_ARGS = [

@@ -266,6 +266,9 @@ export class TestJoiner {
       host: "127.0.0.1",
       port: this.server.joinPort,
       identity: this.identity,
+      // Joiners of one test share its event loop, and each one's Argon2id blocks it: a
+      // handshake can wait on several of them on a loaded machine, far past the default 10 s.
+      connectTimeoutMs: 120_000,
       ...(this.caDer ? { ca: this.caDer } : {}),
     });
     return this.connection;
