@@ -1,7 +1,7 @@
 /**
  * Commands as data: each declares its flags once, and the same declaration drives
- * `node:util` `parseArgs`, `--help` (help.ts) and the test that the README's CLI reference
- * documents every flag.
+ * `node:util` `parseArgs`, `--help` (help.ts) and the CLI reference, docs/cli.md, which
+ * `npm run docs:cli` (scripts/cli-reference.ts) writes from it.
  * @module
  */
 
@@ -100,6 +100,11 @@ export interface CommandSpec {
   flags: Readonly<Record<string, FlagSpec>>;
   /** Shown under `Examples:` in `--help`. */
   examples?: readonly CommandExample[] | undefined;
+  /**
+   * The shape of the one JSON document `--json` prints on success, for a script to read
+   * (`{joinId, state, …}`; `?` marks a field that may be absent).
+   */
+  result: string;
   /** Loads what the command does: a dynamic `import()` of its action module. */
   load(): Promise<CommandAction>;
   /**

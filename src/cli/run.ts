@@ -25,7 +25,7 @@ import { releaseDownload, releaseKeygen, releaseSign, releaseVerify } from "./co
 import { status } from "./commands/status.js";
 import { unseal } from "./commands/unseal.js";
 import { EXIT_OK } from "./exit-codes.js";
-import { commandHelp, exitCodesHelp, groupHelp, helpWidth, mainHelp, type HelpLayout } from "./help.js";
+import { commandHelp, exitCodesHelp, GROUP_WORDS, groupHelp, helpWidth, mainHelp, type HelpLayout } from "./help.js";
 import { Output, type CliIo } from "./output.js";
 import { colourWanted, createStyle } from "./style.js";
 import { closest } from "./suggest.js";
@@ -55,8 +55,6 @@ export const COMMANDS: readonly CommandSpec[] = [
   adminFail,
   adminExpire,
 ];
-
-const GROUPS = new Set(["code", "release", "admin"]);
 
 const GLOBAL_FLAGS = new Set(["--json", "--help", "-h", "--version"]);
 
@@ -95,7 +93,7 @@ function resolveCommand(argv: readonly string[]): { words: string[]; rest: strin
  */
 function unknownCommand(words: readonly string[]): string {
   const typed = words.join(" ");
-  const group = words.length > 1 && GROUPS.has(words[0]!) ? words[0]! : undefined;
+  const group = words.length > 1 && GROUP_WORDS.has(words[0]!) ? words[0]! : undefined;
   const candidates = group
     ? COMMANDS.filter((c) => c.path[0] === group).map((c) => c.path.slice(1).join(" "))
     : [...new Set(COMMANDS.map((c) => c.path[0]!))];
@@ -152,7 +150,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   }
   const spec = COMMANDS.find((c) => c.path.join(" ") === words.join(" "));
   if (!spec) {
-    if (words.length === 1 && GROUPS.has(words[0]!)) {
+    if (words.length === 1 && GROUP_WORDS.has(words[0]!)) {
       if (wantsHelp) {
         io.stdout.write(groupHelp(COMMANDS, words[0]!, layout("stdout")));
         return EXIT_OK;

@@ -134,7 +134,7 @@ class OutageReport {
 /**
  * `register --wait … --timeout` ran out while the cluster answered: the registration is still
  * where it was (`registration`), typically waiting for an operator. Not a network failure
- * (exit 17, `STILL_WAITING`): running the same command again goes on waiting.
+ * (exit 18, `STILL_WAITING`): running the same command again goes on waiting.
  */
 export class StillWaitingError extends StratumError {
   /** The last view of the registration. */

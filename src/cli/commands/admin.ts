@@ -25,7 +25,11 @@ const API_FLAGS: Readonly<Record<string, FlagSpec>> = {
     env: "STRATUM_TOKEN",
     description: "the admin API token (secret: prefer the env var or --token-file)",
   },
-  "token-file": { type: "string", value: "FILE", description: "read the admin API token from FILE" },
+  "token-file": {
+    type: "string",
+    value: "FILE",
+    description: "read the admin API token from FILE (wins over STRATUM_TOKEN)",
+  },
 };
 
 /** `admin mint`. */
@@ -50,6 +54,7 @@ export const adminMint: CommandSpec = {
     },
     { comment: "in a script: only the URL", command: "stratum-join admin mint --json | jq -r .url" },
   ],
+  result: '{joinCode, endpoint, code, url, secret: ["code","url"], notice}',
   load: async () => (await import("../actions/admin.js")).runAdminMint,
 };
 
@@ -64,6 +69,7 @@ export const adminCodes: CommandSpec = {
       command: "stratum-join admin codes --token-file ~/.stratum-token",
     },
   ],
+  result: "the API's list of join codes, {items: [...]}",
   load: async () => (await import("../actions/admin.js")).runAdminCodes,
 };
 
@@ -74,6 +80,7 @@ export const adminRevoke: CommandSpec = {
   positionals: [{ name: "CODE_ID", description: "the join code's id (jc-…), as admin codes lists it" }],
   flags: { ...API_FLAGS },
   examples: [{ comment: "a code that leaked", command: "stratum-join admin revoke jc-4f7k2q9m" }],
+  result: "the join code, as the API answers it",
   load: async () => (await import("../actions/admin.js")).runAdminRevoke,
 };
 
@@ -81,6 +88,14 @@ export const adminRevoke: CommandSpec = {
 export const adminJoins: CommandSpec = {
   path: ["admin", "joins"],
   summary: "List the machines that registered (with their pairing codes), or show one.",
+  details: [
+    "The list has a row per machine (id, state, pairing code, host name, serial, MAC, address)",
+    "and, under it, what the join waits for, why it ended and what it was assigned (name, node",
+    "id, addresses), then how many more machines the cluster can take: its control-plane nodes",
+    "against the most it takes, and its waiting slots with the registrations they turned away.",
+    "On a terminal those lines wrap between words; in a pipe each stays whole. A * after the",
+    "state marks a join whose machine went silent.",
+  ].join("\n"),
   positionals: [{ name: "JOIN_ID", description: "show this join (nj-…) in full", optional: true }],
   flags: {
     ...API_FLAGS,
@@ -90,6 +105,7 @@ export const adminJoins: CommandSpec = {
     { comment: "the machines waiting for an approval", command: "stratum-join admin joins --state pending" },
     { comment: "one join in full", command: "stratum-join admin joins nj-8w2k4m1p" },
   ],
+  result: "the API's list of joins, {items: [...], capacity}; with JOIN_ID, the join",
   load: async () => (await import("../actions/admin.js")).runAdminJoins,
 };
 
@@ -104,8 +120,10 @@ export const adminApprove: CommandSpec = {
     "one, so a script can carry what the person at the machine read out.",
     "The flags --name, --role, --rack, --az, --mgmt-interface, --address, --gateway,",
     "--disk and --wipe set those fields over --assignment FILE and --copy-from; what they",
-    "leave out is the founder's default. Refused assignments exit 13 with each problem at",
-    "its field (error.errors) and the flag that fixes it.",
+    "leave out is the founder's default (a twin's default name and address skip those others",
+    "hold: vm-2). Refused assignments exit 13 with each problem at its field (error.errors) and",
+    "the flag that fixes it (mgmt.address: 192.0.2.22 is already held by member node-2 (n-…)",
+    "(fix with --address)).",
   ].join("\n"),
   positionals: [{ name: "JOIN_ID", description: "the join (nj-…)" }],
   flags: {
@@ -144,13 +162,13 @@ export const adminApprove: CommandSpec = {
       type: "string",
       multiple: true,
       value: "KEY=ROLE",
-      description: "what a data disk becomes: compute, ceph-osd or unused (KEY: its WWN or by-id path); repeatable",
+      description: "what a data disk becomes: compute, ceph-osd or unused (KEY: its WWN or by-id path)",
     },
     wipe: {
       type: "string",
       multiple: true,
       value: "KEY",
-      description: "confirm wiping the disk KEY, which holds data (the typed confirmation); repeatable",
+      description: "confirm wiping the disk KEY, which holds data (the typed confirmation)",
     },
   },
   fieldHint: approvalFlagOf,
@@ -169,6 +187,7 @@ export const adminApprove: CommandSpec = {
       command: "stratum-join admin approve nj-8w2k4m1p --assignment node-2.json",
     },
   ],
+  result: "the join, as the API answers it",
   load: async () => (await import("../actions/admin.js")).runAdminApprove,
 };
 
@@ -209,6 +228,7 @@ export const adminExpire: CommandSpec = {
       command: "stratum-join admin expire nj-8w2k4m1p",
     },
   ],
+  result: "the join, as the API answers it",
   load: async () => (await import("../actions/admin.js")).runAdminExpire,
 };
 
@@ -227,6 +247,7 @@ export const adminReject: CommandSpec = {
       command: "stratum-join admin reject nj-8w2k4m1p --reason 'unknown serial'",
     },
   ],
+  result: "the join, as the API answers it",
   load: async () => (await import("../actions/admin.js")).runAdminReject,
 };
 
@@ -242,6 +263,7 @@ export const adminRetry: CommandSpec = {
       command: "stratum-join admin retry nj-8w2k4m1p",
     },
   ],
+  result: "the join, as the API answers it",
   load: async () => (await import("../actions/admin.js")).runAdminRetry,
 };
 
@@ -263,5 +285,6 @@ export const adminFail: CommandSpec = {
       command: "stratum-join admin fail nj-8w2k4m1p --reason 'powered off; reinstalling'",
     },
   ],
+  result: "the join, as the API answers it",
   load: async () => (await import("../actions/admin.js")).runAdminFail,
 };

@@ -57,5 +57,6 @@ export const progress: CommandSpec = {
         "stratum-join progress --identity /var/lib/stratum-join --step storage --status failed --message 'no disk for data'",
     },
   ],
+  result: "{joinId, state, step: {name, title, status, message?}, logLines, reports, registration}",
   load: async () => (await import("../actions/progress.js")).runProgress,
 };
