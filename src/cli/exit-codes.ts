@@ -21,8 +21,9 @@ export interface ExitCodeRow {
 }
 
 /**
- * The table, as the README's CLI reference documents it. Order matters only for reading; a code appears in
- * one row. `130` (interrupted) is not an error code: the run was stopped by Ctrl-C (SIGINT).
+ * The table, as `stratum-join help exit-codes` and docs/cli.md show it. Order matters only for
+ * reading; a code appears in one row. `130` (interrupted) is not an error code: the run was
+ * stopped by Ctrl-C (SIGINT).
  */
 export const EXIT_CODE_TABLE: readonly ExitCodeRow[] = [
   { exit: 0, summary: "success", meaning: "success", codes: [] },

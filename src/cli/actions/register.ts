@@ -82,7 +82,7 @@ function announce(ctx: CommandContext, result: RegisterResult): void {
   if (clockIsOff(result.clockOffsetMs / 1000)) ctx.out.warn(clockLine(result.clockOffsetMs));
 }
 
-/** The `--json` document of `register` (README: JSON results). */
+/** The `--json` document of `register` (its shape: `register.result`, in docs/cli.md). */
 function registerDocument(o: {
   result: RegisterResult;
   registration: Registration;
