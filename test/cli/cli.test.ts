@@ -19,6 +19,7 @@ import { demoInventory, startHarness, type Harness } from "../node/harness.js";
 import { writeSecretsFile } from "../node/machine-secrets.js";
 import { startSwtpm, type Swtpm } from "../node/swtpm.js";
 import { insertJoinRow } from "../reference-server/helpers.js";
+import { expectDocumentedResult } from "./json-results.js";
 import { startMirroredRelease, type MirroredRelease } from "../release/helpers/mirrored-release.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -58,6 +59,7 @@ async function cli(
   });
   let json: unknown;
   if (args.includes("--json")) json = JSON.parse(stdout); // throws unless stdout is exactly one document
+  if (args.includes("--json") && code === 0) expectDocumentedResult(args, json);
   return { code, stdout, stderr, json };
 }
 

@@ -15,6 +15,7 @@ import { demoInventory, type Harness } from "../node/harness.js";
 import { startUnsealingHarness, writeSecretsFile } from "../node/machine-secrets.js";
 import { startSwtpm, type Swtpm } from "../node/swtpm.js";
 import { closedPort } from "./process.js";
+import { expectDocumentedResult } from "./json-results.js";
 
 interface Run {
   code: number;
@@ -36,7 +37,9 @@ async function cli(
     isTTY: options.isTTY ?? false,
     ...(options.stdin ? { stdin: options.stdin } : {}),
   });
-  return { code, stdout, stderr, json: args.includes("--json") ? JSON.parse(stdout) : undefined };
+  const json = args.includes("--json") ? JSON.parse(stdout) : undefined;
+  if (json !== undefined && code === 0) expectDocumentedResult(args, json);
+  return { code, stdout, stderr, json };
 }
 
 let tmp: string;
