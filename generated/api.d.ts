@@ -337,9 +337,13 @@ export interface paths {
          *     against the machine's inventory and the cluster; every problem is answered at its field
          *     (409 `JOIN_APPROVAL_REFUSED` with `errors`, e.g. `role`, `disks[1].confirm`,
          *     `links[0].interface`, `provider.vlan`); a body of the wrong shape is 400 `INVALID_INPUT`
-         *     with `errors`. Defaults: the name is the hostname; the role `hybrid`; the mgmt link the
-         *     NIC holding the address the machine registered from; a link's MTU the largest of the
-         *     cluster networks it carries; the provider uplink the cluster's. Links carrying storage or
+         *     with `errors`. Defaults: the name is the hostname, or when a member or another approved,
+         *     running or failed join has that name, the hostname with the first free number (`vm-2`,
+         *     `vm-3`: twins get distinct names); the role `hybrid`; the mgmt link the NIC holding the
+         *     address the machine registered from, and that address, unless a member, a VIP or another
+         *     approved, running or failed join holds it, when the machine's next address that is free
+         *     is taken instead; a link's MTU the largest of the cluster networks it carries; the
+         *     provider uplink the cluster's. A refusal of an address names what holds it. Links carrying storage or
          *     overlay without addresses get the next free host address of each of those networks
          *     (`addressesAllocated`). `copyFrom` copies a member's assignment, matching its NICs and
          *     disks on this machine by name, and says in `copyNotes` what it could not match.
@@ -369,8 +373,9 @@ export interface paths {
          * The assignment an approval would apply, without approving.
          * @description For a console that shows the operator what will be applied before it approves: the
          *     complete assignment an `approveNodeJoin` with the same body would apply now, defaults
-         *     filled in and addresses allocated, or the refusal it would get (the same 409
-         *     `JOIN_APPROVAL_REFUSED` with field `errors`, 409 `JOIN_STATE_CONFLICT`, 404 and 400). The
+         *     filled in and addresses allocated, or the refusal it would get: the assignment's (the
+         *     problem document of 409 `JOIN_APPROVAL_REFUSED`, with field `errors`) in the answer's
+         *     `refusal`, with 200; the request's own (409 `JOIN_STATE_CONFLICT`, 404, 400) as errors. The
          *     preview and the approval run the same check, so they cannot disagree; only a change
          *     between the two (another approval taking an address, a member joining) can make the
          *     approval differ. Nothing changes on the founder and nothing is audited. Gates on
@@ -424,6 +429,30 @@ export interface paths {
          *     `ha:ApproveNodeJoin`.
          */
         post: operations["retryNodeJoin"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/cluster/joins/{joinId}/expire": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Expire a waiting machine now, freeing its waiting slot.
+         * @description A waiting join (`pending` or `needs-upgrade`) becomes `expired` now, as it would once
+         *     its code's grace ran out: for machines the cluster cannot take (it is full) that should
+         *     neither hold a waiting slot for a day nor be refused for good. Unlike a rejection, its
+         *     key may register again later with a live code. Any other state is 409
+         *     `JOIN_STATE_CONFLICT`. Audited (`cluster.join.expired`). Gates on `ha:ApproveNodeJoin`.
+         */
+        post: operations["expireNodeJoin"];
         delete?: never;
         options?: never;
         head?: never;
@@ -602,7 +631,7 @@ export interface components {
          *       "errors": [
          *         {
          *           "field": "disks[1].confirm",
-         *           "message": "nvme2n1 holds data (an ext4 filesystem); set confirm to its key to wipe it"
+         *           "message": "nvme2n1 holds data (an ext4 filesystem); to wipe it, confirm with its key"
          *         }
          *       ]
          *     }
@@ -943,7 +972,13 @@ export interface components {
              *     the client key; kept for the registration's whole life.
              */
             pairingCode: string;
-            /** @description What an approved join waits for. */
+            /**
+             * @description What the join waits for, as words that follow "waiting for": for an approved join,
+             *     its turn ("vm (nj-8w2k4m1p, delivering) to finish: one join runs at a time", saying
+             *     so when that join has gone silent; "the cluster upgrade to finish"); for a pending one
+             *     the cluster cannot take now, a place ("a free place: the cluster is full, ..."). Absent
+             *     for a pending join that only waits for an operator.
+             */
             waitReason?: string;
             /** @description Why it was rejected. */
             reason?: string;
@@ -1264,6 +1299,12 @@ export interface components {
          *     }
          */
         ProgressReport: {
+            /**
+             * @description How many steps the install plans in all, when the joiner knows: a console then says
+             *     "step 1 of 7" from the first report on, rather than counting only the steps
+             *     reported so far. The last value sent is kept.
+             */
+            totalSteps?: number;
             steps?: components["schemas"]["Step"][];
             /** @description New lines of the install log, oldest first. */
             log?: string[];
@@ -1458,7 +1499,10 @@ export interface components {
             assignment?: components["schemas"]["Assignment"];
             /** @description Assigned at approval. */
             nodeId?: string;
+            /** @description What the join waits for, in words (see Registration.waitReason). */
             waitReason?: string;
+            /** @description How many steps the install plans in all, when the joiner said so in a progress report (ProgressReport.totalSteps). */
+            totalSteps?: number;
             upgrade?: components["schemas"]["Upgrade"];
             /**
              * @description A running join whose joiner has been silent for 10 minutes (reference default). One
@@ -1496,13 +1540,74 @@ export interface components {
              */
             expiresAt?: string;
         };
-        /** @description Registrations, newest first. */
+        /** @description Registrations, newest first, and how many more machines the cluster can take. */
         NodeJoinList: {
             items: components["schemas"]["NodeJoin"][];
+            capacity?: components["schemas"]["JoinCapacity"];
         };
-        /** @description What an approval with the same body would apply now. */
+        /**
+         * @description How many more machines the cluster can take, as the founder's approval check counts
+         *     them, so a console says it before an approval is refused: the roles an approval may name,
+         *     the control-plane nodes now and how many more joins can be approved, and the waiting
+         *     slots of the join listener (more than `waiting.max` waiting: new registrations get 429)
+         *     with how many registrations they turned away. Part of the list, so the long poll answers
+         *     when it changes.
+         * @example {
+         *       "roles": [
+         *         "hybrid"
+         *       ],
+         *       "controlPlane": {
+         *         "members": 3,
+         *         "approved": 1,
+         *         "max": 5,
+         *         "remaining": 1
+         *       },
+         *       "waiting": {
+         *         "count": 16,
+         *         "max": 16,
+         *         "refused": 2,
+         *         "lastRefusedAt": "2026-11-29T10:07:00Z"
+         *       }
+         *     }
+         */
+        JoinCapacity: {
+            /** @description The roles an approval may name now (today only `hybrid`); any other is refused at `role`. */
+            roles: components["schemas"]["NodeRole"][];
+            /** @description Control-plane nodes (every hybrid node is one). */
+            controlPlane: {
+                /** @description Members that are control-plane nodes (joining or active), the founder included. */
+                members: number;
+                /** @description Approved joins waiting for their turn; each becomes a control-plane node. */
+                approved: number;
+                /** @description The most control-plane nodes the cluster takes (5). */
+                max: number;
+                /** @description How many more joins can be approved now (`max - members - approved`, at least 0). At 0 every waiting join is told so in its `waitReason`. */
+                remaining: number;
+            };
+            /** @description The registrations waiting for a decision (`pending`, `needs-upgrade`). */
+            waiting: {
+                count: number;
+                /** @description Past this many waiting, a new registration is refused (429 `RATE_LIMITED`) until an operator approves, rejects or expires one. */
+                max: number;
+                /** @description Registrations refused because the waiting slots were full, since the founder's data directory was made. */
+                refused: number;
+                /**
+                 * Format: date-time
+                 * @description When the last one was refused.
+                 */
+                lastRefusedAt?: string;
+            };
+        };
+        /**
+         * @description What an approval with the same body would do now: apply `assignment`, or be refused with
+         *     `refusal`, the problem document approveNodeJoin would answer (409
+         *     `JOIN_APPROVAL_REFUSED` with its field `errors`). Exactly one of the two. A refusal of the
+         *     assignment is the preview's answer, not a failed request: it comes with 200, so a console
+         *     that previews after each edit does not fill the browser's log with failed requests.
+         */
         ApprovalPreview: {
-            assignment: components["schemas"]["Assignment"];
+            assignment?: components["schemas"]["Assignment"];
+            refusal?: components["schemas"]["Problem"];
         };
         /**
          * @description Everything about a joiner, chosen on the founder. It becomes the joiner's node.yaml and
@@ -1893,7 +1998,9 @@ export interface components {
         /**
          * @description Request rate limit exceeded: too many calls from one address, or (registrations) more
          *     than 16 registrations waiting. The code is `RATE_LIMITED`; the `Retry-After` header
-         *     carries the seconds to wait.
+         *     carries the seconds to wait. A registration refused because the waiting slots are full
+         *     says so in `detail` (how many wait, that approving, rejecting or expiring one frees a
+         *     slot) and in `details`: `waiting` and `maxWaiting`.
          */
         TooManyRequests: {
             headers: {
@@ -2763,7 +2870,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The assignment the approval would apply. */
+            /** @description The assignment the approval would apply, or its refusal. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2833,6 +2940,37 @@ export interface operations {
         requestBody?: never;
         responses: {
             /** @description Queued again. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodeJoin"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    expireNodeJoin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The registration's id, e.g. `nj-8w2k4m1p`. */
+                joinId: components["parameters"]["JoinId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Expired. */
             200: {
                 headers: {
                     [name: string]: unknown;

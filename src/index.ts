@@ -101,6 +101,8 @@ export type {
   Problem,
   FieldError,
   ProblemCode,
+  JoinCapacity,
+  NodeRole,
   components,
   operations,
   paths,

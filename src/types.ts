@@ -14,6 +14,14 @@ export type JoinCodeState = components["schemas"]["JoinCodeState"];
 export type NodeJoin = components["schemas"]["NodeJoin"];
 /** Where a join stands: `needs-upgrade`, `pending`, `approved`, `delivering`, `installing`, `joined`, `failed`, `rejected`, `expired`. */
 export type JoinState = components["schemas"]["JoinState"];
+/**
+ * How many more machines the cluster can take: the roles an approval may name, the
+ * control-plane nodes now and how many more joins can be approved, and the waiting slots with
+ * the registrations they turned away (the join list's `capacity`).
+ */
+export type JoinCapacity = components["schemas"]["JoinCapacity"];
+/** A node's role; an approval may name only those the join list's `capacity.roles` names. */
+export type NodeRole = components["schemas"]["NodeRole"];
 /** A joiner's view of its registration. */
 export type Registration = components["schemas"]["Registration"];
 /** What a joiner on an older release upgrades to, and where from. */

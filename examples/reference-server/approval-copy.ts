@@ -59,7 +59,7 @@ export function copyAssignment(member: MemberRow, inventory: Inventory | null): 
     diskNames[key] = disk.name;
     const holds = wipeDestroys(disk);
     if (holds !== undefined && d.role !== "unused")
-      notes.push(`disks[${i}] (${disk.name}): ${holds}; set confirm to its key to wipe it`);
+      notes.push(`disks[${i}] (${disk.name}): ${holds}; to wipe it, confirm with its key`);
   });
 
   const out: StoredAssignment = { copiedFrom: member.nodeId };

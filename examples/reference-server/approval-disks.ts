@@ -87,7 +87,7 @@ function checkDisk(d: DiskAssignment, disk: InventoryDisk, at: string, check: Ap
     check.err(
       `${at}.confirm`,
       d.confirm === undefined || d.confirm === ""
-        ? `${holds}; set confirm to its key to wipe it`
+        ? `${holds}; to wipe it, confirm with its key, ${d.key}`
         : `does not match the disk's key; type ${d.key} to wipe ${disk.name}`,
     );
   }

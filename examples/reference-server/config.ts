@@ -52,6 +52,11 @@ export interface Timing {
   defaultCodeTtlSeconds: number;
   /** The longest lifetime a mint may ask for, in seconds. Default 7 days. */
   maxCodeTtlSeconds: number;
+  /**
+   * The `Retry-After` of a registration refused because the waiting slots are full, in
+   * seconds: approvals go at a person's pace, so a minute. Default 60.
+   */
+  waitingFullRetrySeconds: number;
 }
 
 /** The default limits (the protocol's numbers). */
@@ -79,6 +84,7 @@ export const DEFAULT_TIMING: Timing = {
   listenerCloseGraceMs: 2000,
   defaultCodeTtlSeconds: 4 * 3600,
   maxCodeTtlSeconds: 7 * 24 * 3600,
+  waitingFullRetrySeconds: 60,
 };
 
 /** The founder as the cluster's first member, and what `copyFrom` copies from it. */

@@ -117,6 +117,7 @@ function queuedAgain(actor: string, extra: Partial<JoinRow>): Partial<JoinRow> {
     failedStepTitle: null,
     failedError: null,
     steps: [],
+    totalSteps: null,
     currentStep: null,
     deliveredAt: null,
     delivery: null,

@@ -53,14 +53,26 @@ export class DeliveryQueue {
     return this.#context.store.joinsInState(...RUNNING_JOIN_STATES);
   }
 
-  /** What an approved join waits for. */
-  waitReason(join: JoinRow): string {
+  /**
+   * What an approved join waits for, naming the join that runs by its host name (an operator
+   * finds the machine by it, not by its id) and saying when that one has gone silent, since
+   * then it holds the queue until someone fails it.
+   */
+  waitReason(join: JoinRow, now = Date.now()): string {
     if (this.#context.upgradeState().inProgress)
-      return "waiting for the cluster upgrade to finish: joins run only on a green cluster";
+      return "the cluster upgrade to finish: joins run only on a green cluster";
     const running = this.#running()[0];
-    if (running && running.id !== join.id) return `waiting for ${running.id} to finish: one join runs at a time`;
+    if (running && running.id !== join.id) {
+      const who = `${running.hostname ?? "a machine"} (${running.id}, ${running.state})`;
+      const silentMs = now - lastHeardAt(running);
+      return silentMs >= this.#context.options.timing.stallAfterMs
+        ? `${who} to finish, one join at a time; it has been silent for ${duration(silentMs)}: fail it if it will not report again`
+        : `${who} to finish: one join runs at a time`;
+    }
     const ahead = this.#queue().findIndex((j) => j.id === join.id);
-    return ahead > 0 ? `queued behind ${ahead} approved join(s)` : "queued: delivery starts shortly";
+    return ahead > 0
+      ? `its turn: ${ahead} approved ${ahead === 1 ? "join is" : "joins are"} ahead of it`
+      : "its turn: delivery starts shortly";
   }
 
   /** True while the join listener must be open: a live code, or a registration not final. */
@@ -105,6 +117,21 @@ export class DeliveryQueue {
       };
       for (const join of due) this.#fail(join, failure, "system:stall-deadline");
       return due.map((j) => j.id);
+    });
+  }
+
+  /** An operator expires a waiting join at once (frees its waiting slot; its key may register again); 409 otherwise. */
+  expireByOperator(actor: string, joinId: string): void {
+    const { store } = this.#context;
+    store.tx(() => {
+      const join = this.#context.joinOr404(joinId);
+      if (!joinAllows(join.state, "expire")) {
+        throw new HttpProblem(409, "JOIN_STATE_CONFLICT", {
+          detail: `The join is ${join.state}; only a waiting join (pending, needs-upgrade) can be expired.`,
+        });
+      }
+      store.patchJoin(join.id, { state: "expired" });
+      store.audit(actor, "cluster.join.expired", join.id, {});
     });
   }
 
@@ -224,6 +251,7 @@ export class DeliveryQueue {
       const running = [...steps].reverse().find((s) => s.status === "running");
       const patch: Partial<JoinRow> = {
         steps,
+        ...(report.totalSteps !== undefined ? { totalSteps: report.totalSteps } : {}),
         lastSeenAt: now,
         currentStep: running?.name ?? steps[steps.length - 1]?.name ?? null,
       };
@@ -263,6 +291,7 @@ export class DeliveryQueue {
 /** A deadline as a person reads it: `30 min`, `2 h`, `45 s`. */
 function duration(ms: number): string {
   if (ms >= 3_600_000 && ms % 3_600_000 === 0) return `${ms / 3_600_000} h`;
+  if (ms >= 3_600_000) return `${Math.floor(ms / 3_600_000)} h ${Math.round((ms % 3_600_000) / 60_000)} min`;
   if (ms >= 60_000) return `${Math.round(ms / 60_000)} min`;
   return `${Math.max(1, Math.round(ms / 1000))} s`;
 }

@@ -44,6 +44,8 @@ export const MIGRATIONS: readonly string[] = [
     seq INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, actor TEXT NOT NULL,
     action TEXT NOT NULL, target TEXT NOT NULL, details TEXT NOT NULL);
   `,
+  // How many steps the install plans, when the joiner says (ProgressReport.totalSteps).
+  `ALTER TABLE joins ADD COLUMN total_steps INTEGER;`,
 ];
 
 /** A JSON column's value: the JSON text, or NULL for none. */
@@ -96,6 +98,7 @@ export const JOIN_COLUMNS: Record<keyof JoinRow, [string, boolean]> = {
   failedStepTitle: ["failed_step_title", false],
   failedError: ["failed_error", false],
   steps: ["steps", true],
+  totalSteps: ["total_steps", false],
   delivery: ["delivery", true],
   createdAt: ["created_at", false],
   updatedAt: ["updated_at", false],

@@ -121,6 +121,7 @@ export const RegistrationRequestSchema = z.object({
 
 /** `POST /v1/join/registrations/{joinId}/progress`. */
 export const ProgressReportSchema = z.object({
+  totalSteps: z.number().int().min(1).max(200).optional(),
   steps: z
     .array(
       z.object({

@@ -2,8 +2,9 @@
  * The reference server's settings as a command takes them: each one an environment variable
  * (`STRATUM_…`) and the same name as a flag (`STRATUM_MAX_WAITING` is `--max-waiting`), with
  * its default and meaning in one table. `main.ts` reads them, `--help` prints them, and a test
- * holds README.md's Configuration table to this one, so no setting exists that the README does
- * not list. A value that cannot be used stops the start with a message naming the setting.
+ * holds the Configuration table of this directory's README.md to this one, so no setting exists
+ * that the README does not list. A value that cannot be used stops the start with a message
+ * naming the setting.
  * @module
  */
 

@@ -11,7 +11,7 @@ import type { components, paths } from "../../generated/api.js";
 import type { Input } from "../types.js";
 import { problemFromResponse } from "../core/problem.js";
 import { throwIfAborted } from "../core/retry.js";
-import { NetworkError, ResponseValidationError, StratumError, TimeoutError } from "../errors/index.js";
+import { NetworkError, ResponseValidationError, StratumApiError, StratumError, TimeoutError } from "../errors/index.js";
 import type { AdminOperationId, ResponseValidator } from "../schemas/index.js";
 import { describeUnanswered, linkSignals, transportCause } from "./transport.js";
 import {
@@ -94,7 +94,10 @@ export interface AdminClient {
   listJoinCodes(options?: CallOptions): Promise<ApiSchemas["JoinCodeList"]>;
   /** Revokes a join code at once (`DELETE /v1/admin/cluster/join-codes/{codeId}`). */
   revokeJoinCode(codeId: string, options?: CallOptions): Promise<ApiSchemas["JoinCode"]>;
-  /** Every registration, newest first (`GET /v1/admin/cluster/joins`). */
+  /**
+   * Every registration, newest first, and how many more machines the cluster can take
+   * (`capacity`, when the founder says) (`GET /v1/admin/cluster/joins`).
+   */
   listNodeJoins(options?: CallOptions): Promise<ApiSchemas["NodeJoinList"]>;
   /**
    * One long poll of the registrations (`GET /v1/admin/cluster/joins?waitSeconds=N` with
@@ -117,20 +120,31 @@ export interface AdminClient {
    * The complete assignment {@link AdminClient.approveNodeJoin} with the same `approval` would
    * apply now, defaults filled in and addresses allocated, without approving
    * (`POST …/joins/{joinId}/approval-preview`): for a console that shows the operator what
-   * will be applied before it approves. Refused exactly as the approval would be (409
-   * `JOIN_APPROVAL_REFUSED` with field errors, 409 `JOIN_STATE_CONFLICT`, 404); changes nothing.
+   * will be applied before it approves. Refused exactly as the approval would be: a
+   * `StratumApiError` 409 `JOIN_APPROVAL_REFUSED` with field errors (which the founder answers
+   * in the preview's `refusal`, with 200, so a browser logs no failed request), 409
+   * `JOIN_STATE_CONFLICT`, 404; changes nothing.
    */
   previewApproval(
     joinId: string,
     approval?: Input<ApiSchemas["Approval"]>,
     options?: CallOptions,
-  ): Promise<ApiSchemas["ApprovalPreview"]>;
+  ): Promise<{
+    /** The complete assignment the approval would apply. */
+    assignment: ApiSchemas["Assignment"];
+  }>;
   /** Rejects a machine, with a reason (`POST …/joins/{joinId}/reject`). */
   rejectNodeJoin(
     joinId: string,
     rejection: Input<ApiSchemas["Rejection"]>,
     options?: CallOptions,
   ): Promise<ApiSchemas["NodeJoin"]>;
+  /**
+   * Expires a waiting join (`pending`, `needs-upgrade`) now (`POST …/joins/{joinId}/expire`):
+   * for a machine the cluster cannot take, its waiting slot freed at once; unlike a rejection,
+   * its key may register again later. Any other state is 409 `JOIN_STATE_CONFLICT`.
+   */
+  expireNodeJoin(joinId: string, options?: CallOptions): Promise<ApiSchemas["NodeJoin"]>;
   /** Queues a failed join again (`POST …/joins/{joinId}/retry`). */
   retryNodeJoin(joinId: string, options?: CallOptions): Promise<ApiSchemas["NodeJoin"]>;
   /**
@@ -304,7 +318,7 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     );
     const answered = response?.headers.get("ETag") ?? undefined;
     if (response?.status === 304) return { changed: false, etag: answered ?? etag! };
-    return { changed: true, items: data.items, etag: answered };
+    return { changed: true, items: data.items, ...(data.capacity ? { capacity: data.capacity } : {}), etag: answered };
   }
 
   const JOIN_CODES = "/v1/admin/cluster/join-codes";
@@ -315,6 +329,7 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
   const APPROVAL_PREVIEW = "/v1/admin/cluster/joins/{joinId}/approval-preview";
   const REJECT = "/v1/admin/cluster/joins/{joinId}/reject";
   const RETRY = "/v1/admin/cluster/joins/{joinId}/retry";
+  const EXPIRE = "/v1/admin/cluster/joins/{joinId}/expire";
   const FAIL = "/v1/admin/cluster/joins/{joinId}/fail";
   const MEMBERS = "/v1/admin/cluster/members";
   const NETWORKS = "/v1/admin/cluster/networks";
@@ -343,18 +358,33 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
         (init) => raw.POST(APPROVE, { ...init, params: { path: { joinId } }, body: approval ?? {} }),
         o,
       ),
-    previewApproval: (joinId, approval, o) =>
-      call(
+    previewApproval: async (joinId, approval, o) => {
+      const preview = await call(
         "previewApproval",
         `POST ${APPROVAL_PREVIEW}`,
         (init) => raw.POST(APPROVAL_PREVIEW, { ...init, params: { path: { joinId } }, body: approval ?? {} }),
         o,
-      ),
+      );
+      // The refusal the approval would get, thrown as the approval would throw it.
+      if (preview.refusal) throw new StratumApiError(preview.refusal.status, preview.refusal);
+      if (!preview.assignment)
+        throw new ResponseValidationError(`POST ${APPROVAL_PREVIEW}`, [
+          { path: "", message: "neither an assignment nor a refusal" },
+        ]);
+      return { assignment: preview.assignment };
+    },
     rejectNodeJoin: (joinId, rejection, o) =>
       call(
         "rejectNodeJoin",
         `POST ${REJECT}`,
         (init) => raw.POST(REJECT, { ...init, params: { path: { joinId } }, body: rejection }),
+        o,
+      ),
+    expireNodeJoin: (joinId, o) =>
+      call(
+        "expireNodeJoin",
+        `POST ${EXPIRE}`,
+        (init) => raw.POST(EXPIRE, { ...init, params: { path: { joinId } } }),
         o,
       ),
     retryNodeJoin: (joinId, o) =>

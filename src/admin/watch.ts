@@ -11,7 +11,7 @@
 
 import { retryDelay, sleep, throwIfAborted, type BackoffOptions } from "../core/retry.js";
 import { NetworkError, StratumApiError, StratumError, TimeoutError } from "../errors/index.js";
-import type { NodeJoin } from "../types.js";
+import type { JoinCapacity, NodeJoin } from "../types.js";
 
 /**
  * How long one long poll asks the founder to hold it, in seconds: under the protocol's 30, and
@@ -96,6 +96,8 @@ export type JoinListPoll =
       changed: true;
       /** The joins, newest first. */
       items: NodeJoin[];
+      /** How many more machines the cluster can take, when the founder says (the list's `capacity`). */
+      capacity?: JoinCapacity;
       /** The new list's `ETag`; undefined when the founder sends none (it cannot long-poll). */
       etag: string | undefined;
     }

@@ -1,13 +1,14 @@
 /**
  * Commands as data: each declares its flags once, and the same declaration drives
- * `node:util` `parseArgs`, `--help` (help.ts) and the test that the README's CLI reference
- * documents every flag.
+ * `node:util` `parseArgs`, `--help` (help.ts) and the CLI reference, docs/cli.md, which
+ * `npm run docs:cli` (scripts/cli-reference.ts) writes from it.
  * @module
  */
 
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { StratumError } from "../errors/index.js";
 import type { Output } from "./output.js";
+import { closest } from "./suggest.js";
 
 /**
  * An error of the CLI itself: `USAGE` (a flag or argument is missing or wrong; exit 2),
@@ -99,8 +100,18 @@ export interface CommandSpec {
   flags: Readonly<Record<string, FlagSpec>>;
   /** Shown under `Examples:` in `--help`. */
   examples?: readonly CommandExample[] | undefined;
+  /**
+   * The shape of the one JSON document `--json` prints on success, for a script to read
+   * (`{joinId, state, …}`; `?` marks a field that may be absent).
+   */
+  result: string;
   /** Loads what the command does: a dynamic `import()` of its action module. */
   load(): Promise<CommandAction>;
+  /**
+   * Which flag fixes a field the API refused (`mgmt.address` → "fix with --address"), said
+   * after each field error of a refusal; undefined for a field no flag sets.
+   */
+  fieldHint?(field: string): string | undefined;
 }
 
 /** The flags every command takes. */
@@ -152,8 +163,7 @@ export function parseCommandArgs(
   try {
     parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
   } catch (error) {
-    // parseArgs errors name the flag only, never its value, so they are safe to show.
-    throw new CliError("USAGE", (error as Error).message, { command: spec.path.join(" ") });
+    throw new CliError("USAGE", parseFailure(error, spec, Object.keys(flags)), { command: spec.path.join(" ") });
   }
   const values: ParsedArgs["values"] = {};
   for (const [name, flag] of Object.entries(flags)) {
@@ -181,6 +191,28 @@ export function parseCommandArgs(
     });
   }
   return { values, positionals: parsed.positionals };
+}
+
+/**
+ * What `parseArgs` refused, in the CLI's words: an unknown flag with the closest known one
+ * (`--wiat` → "did you mean --wait?"), a flag without its value. Its own text ("To specify a
+ * positional argument starting with a '-', place it after '--'") is for other programs. Only
+ * the flag's name is repeated, never a value (it may be a secret).
+ */
+function parseFailure(error: unknown, spec: CommandSpec, known: readonly string[]): string {
+  const message = (error as Error).message;
+  const command = spec.path.join(" ");
+  const unknown = /^Unknown option '(-{1,2})([^']*)'/.exec(message);
+  if (unknown) {
+    const guess = closest(unknown[2]!, known);
+    return `unknown flag ${unknown[1]}${unknown[2]} for ${command}${guess ? `; did you mean --${guess}?` : ""}`;
+  }
+  const missing = /^Option '(-[^ ']+(?:, )?)?(--[^ ']+)[^']*' argument missing/.exec(message);
+  if (missing) return `${missing[2]} needs a value`;
+  const typed = /^Option '(--[^ ']+)[^']*' does not take an argument/.exec(message);
+  if (typed) return `${typed[1]} takes no value`;
+  // Other parseArgs errors name the flag only, never its value, so they are safe to show.
+  return message;
 }
 
 /** A string flag's value, or a `USAGE` error naming it when it is required and absent. */

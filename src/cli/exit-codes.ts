@@ -21,8 +21,9 @@ export interface ExitCodeRow {
 }
 
 /**
- * The table, as the README's CLI reference documents it. Order matters only for reading; a code appears in
- * one row. `130` (interrupted) is not an error code: the run was stopped by Ctrl-C (SIGINT).
+ * The table, as `stratum-join help exit-codes` and docs/cli.md show it. Order matters only for
+ * reading; a code appears in one row. `130` (interrupted) is not an error code: the run was
+ * stopped by Ctrl-C (SIGINT).
  */
 export const EXIT_CODE_TABLE: readonly ExitCodeRow[] = [
   { exit: 0, summary: "success", meaning: "success", codes: [] },
@@ -175,6 +176,13 @@ export const EXIT_CODE_TABLE: readonly ExitCodeRow[] = [
     meaning:
       "this JavaScript runtime lacks what the command needs (Deno: the TLS exporter a join code's proof is bound to); run it on Node 20.19+ (or Bun)",
     codes: ["RUNTIME_UNSUPPORTED"],
+  },
+  {
+    exit: 18,
+    summary: "still waiting: the wait ran out while the cluster answers",
+    meaning:
+      "still waiting: --timeout ran out while the cluster answered; the registration is where it was (see error.registration, e.g. pending, waiting for an operator); run the same command again to go on waiting",
+    codes: ["STILL_WAITING"],
   },
   {
     exit: 130,

@@ -51,17 +51,20 @@ export function describeState(view: Registration, style?: Style): string {
           ? `must upgrade itself from ${view.upgrade.from} to ${view.upgrade.to} first`
           : "must upgrade itself first";
       case "pending":
-        return `waiting for approval (pairing code ${view.pairingCode})`;
+        // waitReason is what follows "waiting for" (spec: Registration.waitReason).
+        return view.waitReason
+          ? `not approvable now (pairing code ${view.pairingCode}): waiting for ${view.waitReason}`
+          : `waiting for approval (pairing code ${view.pairingCode})`;
       case "approved":
-        return view.waitReason ? `approved; ${view.waitReason}` : "approved";
+        return view.waitReason ? `waiting for ${view.waitReason}` : "";
       case "delivering":
-        return "approved; the delivery is ready";
+        return "the delivery is ready";
       case "installing":
-        return "installing";
+        return "";
       case "joined":
         return "joined the cluster";
       case "failed":
-        return `failed${view.failedStep ? ` at ${view.failedStep}` : ""}${view.failedError ? `: ${view.failedError}` : ""} (an operator may retry it)`;
+        return `${failureOf(view)} (an operator may retry it)`;
       case "rejected":
         return `rejected${view.reason ? `: ${view.reason}` : ""}`;
       case "expired":
@@ -71,6 +74,18 @@ export function describeState(view: Registration, style?: Style): string {
     }
   })();
   return `state ${style ? style.state(view.state) : view.state}${extra ? ` — ${extra}` : ""}`;
+}
+
+/**
+ * A failure in words: by the step that failed, or, for the founder's own step names, by who
+ * ended it (`operator`: an operator failed it, `stalled`: the founder, after the machine went
+ * silent); "failed at operator" says nothing to a person.
+ */
+export function failureOf(view: Pick<Registration, "failedStep" | "failedError">): string {
+  const error = view.failedError ? `: ${view.failedError}` : "";
+  if (view.failedStep === "operator") return `failed by an operator${error}`;
+  if (view.failedStep === "stalled") return `failed by the founder${error}`;
+  return `failed${view.failedStep ? ` at step ${view.failedStep}` : ""}${error}`;
 }
 
 /** A progress line for the download. */

@@ -35,6 +35,12 @@ const BY_CODE: Record<string, (doc: ErrorDocument, ctx: NextStepContext) => stri
     ctx.command.startsWith("admin")
       ? "Look at the join's state (stratum-join admin joins JOIN_ID): this needs another one."
       : "Look at the registration's state (stratum-join status --identity DIR): this needs another one.",
+  STILL_WAITING: () =>
+    "The cluster answers; the machine is waiting for an operator (or its turn, as said above). Run the same command again (the same --identity picks the registration up), or give a longer --timeout.",
+  RATE_LIMITED: (doc) =>
+    typeof (doc.details as { maxWaiting?: unknown } | undefined)?.maxWaiting === "number"
+      ? `The cluster's waiting slots are full: ask an operator to approve, reject or expire waiting machines (stratum-join admin joins), then run this again${typeof doc.retryAfter === "number" ? ` (in ${doc.retryAfter} s or later)` : ""}.`
+      : undefined,
   IDENTITY_MISMATCH: () => "Use the --identity directory this machine registered with.",
   JOIN_SESSION_MISSING: () => "Register first: stratum-join register --identity DIR …",
   SECRET_DESTINATION_MISSING: (_doc, ctx) =>
@@ -66,8 +72,10 @@ const BY_EXIT: Record<number, (doc: ErrorDocument, ctx: NextStepContext) => stri
   5: () => "Ask an operator for a new join code (stratum-join admin mint) and run this again with it.",
   8: (doc) =>
     typeof doc.retryAfter === "number" ? `Run this again in ${doc.retryAfter} s.` : "Run this again in a minute.",
-  9: () =>
-    "Check that this machine reaches the host named above (address, port, firewall, routes), then run this again; a wait picks up where it stopped.",
+  9: (_doc, ctx) =>
+    ctx.command.startsWith("admin")
+      ? "Check that the founder's admin API runs at the address named above (--api or STRATUM_API) and that this machine reaches it, then run this again."
+      : "Check that this machine reaches the host named above (address, port, firewall, routes), then run this again; a wait picks up where it stopped.",
   10: () =>
     "Someone may be on the line between this machine and the cluster. Do not approve this machine, do not retry blindly: check the network path first.",
   11: () => "Never install it. Check that --trusted-key names the cluster's release keys, and fetch the release again.",

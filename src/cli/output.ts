@@ -47,6 +47,8 @@ export interface ErrorContext {
   signal?: AbortSignal | undefined;
   /** The command whose `--help` a usage error points to ("" for the top level). */
   usageOf?: string | undefined;
+  /** The flag that sets a refused field (`mgmt.address` → `--address`), said after its problem. */
+  fieldHint?: ((field: string) => string | undefined) | undefined;
 }
 
 /** The human or JSON face of one run. */
@@ -73,6 +75,14 @@ export class Output {
     return this.#io.isTTY;
   }
 
+  /**
+   * The width results are wrapped to: the terminal's (80 when unknown) when stdout is one;
+   * undefined in a pipe, where each line stays whole for grep and logs.
+   */
+  get resultWidth(): number | undefined {
+    return (this.#io.stdoutIsTTY ?? this.#io.isTTY) && !this.json ? (this.#io.columns ?? DEFAULT_WIDTH) : undefined;
+  }
+
   /** A line for the person running the command: stdout, or stderr with `--json` so stdout stays one document. */
   say(text = ""): void {
     this.clearProgress();
@@ -82,7 +92,8 @@ export class Output {
   /** A warning, always on stderr. */
   warn(text: string): void {
     this.clearProgress();
-    this.#io.stderr.write(`${this.errStyle.yellow(this.errStyle.bold("warning:"))} ${text}\n`);
+    const line = `${this.errStyle.yellow(this.errStyle.bold("warning:"))} ${text}`;
+    this.#io.stderr.write(`${this.#fit([line]).join("\n")}\n`);
   }
 
   /**
@@ -158,7 +169,10 @@ export class Output {
       `${isInterruption(exitCode) && this.#io.isTTY ? "\n" : ""}${s.bold("stratum-join:")} ${s.red(s.bold(`${document.code}:`))} ${text}`,
     ];
     const fieldErrors = document.errors as { field: string; message: string }[] | undefined;
-    for (const problem of fieldErrors ?? []) lines.push(`  - ${problem.field || "(request)"}: ${problem.message}`);
+    for (const problem of fieldErrors ?? []) {
+      const hint = options.fieldHint?.(problem.field);
+      lines.push(`  - ${problem.field || "(request)"}: ${problem.message}${hint ? ` (${hint})` : ""}`);
+    }
     const details = document.details as Record<string, unknown> | undefined;
     for (const [key, value] of Object.entries(details ?? {})) {
       if (["string", "number", "boolean"].includes(typeof value)) lines.push(`  ${key}: ${String(value)}`);
@@ -304,6 +318,34 @@ export function fingerprintLines(label: string, fingerprint: string, width = lab
   const bytes = fingerprint.split(":");
   if (bytes.length <= 16) return [`${label.padEnd(width)}${fingerprint}`];
   return [`${label.padEnd(width)}${bytes.slice(0, 16).join(":")}`, `${" ".repeat(width)}${bytes.slice(16).join(":")}`];
+}
+
+/**
+ * A moment for a person: `2026-11-30 21:29 UTC (in 3 h 12 min)`, or `(5 min ago)` once
+ * passed. UTC, since a machine being installed has no time zone worth trusting; `now` is the
+ * founder's time where the caller knows it (a clock that is off would count wrongly).
+ */
+export function formatMoment(iso: string, now: number = Date.now()): string {
+  const at = Date.parse(iso);
+  if (Number.isNaN(at)) return iso;
+  const text = `${new Date(at).toISOString().slice(0, 16).replace("T", " ")} UTC`;
+  const ms = at - now;
+  const span = duration(Math.abs(ms));
+  return `${text} (${ms >= 0 ? `in ${span}` : `${span} ago`})`;
+}
+
+/** A duration in at most two units: `45 s`, `3 min 12 s`, `3 h 12 min`, `2 d 4 h`. */
+export function duration(ms: number): string {
+  const s = Math.floor(ms / 1000);
+  const two = (big: number, bigUnit: string, small: number, smallUnit: string): string => {
+    const whole = Math.floor(s / big);
+    const rest = Math.floor((s % big) / small);
+    return rest ? `${whole} ${bigUnit} ${rest} ${smallUnit}` : `${whole} ${bigUnit}`;
+  };
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return two(60, "min", 1, "s");
+  if (s < 86400) return two(3600, "h", 60, "min");
+  return two(86400, "d", 3600, "h");
 }
 
 /** Bytes for a person: `12.3 MiB`. */

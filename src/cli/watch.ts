@@ -41,6 +41,32 @@ export function stateReporter(ctx: CommandContext): (view: Registration) => void
   };
 }
 
+/**
+ * What a refusal that is waited out means, for a person at the machine: one line per wait,
+ * with what it waits for. Only what the code and the numbers say is repeated, never the
+ * listener's free text: a refusal of the first message (the KE1) comes before the listener
+ * proved it holds the code (docs/protocol.md#nothing-before-proof).
+ */
+export function busyLine(error: StratumApiError, delayMs: number): string {
+  const wait = `trying again in ${Math.max(1, Math.round(delayMs / 1000))} s`;
+  const waiting = error.details?.waiting;
+  const max = error.details?.maxWaiting;
+  switch (error.code) {
+    case "RATE_LIMITED":
+      return typeof waiting === "number" && typeof max === "number"
+        ? `the cluster turned the registration away for now: ${waiting} registrations already wait for an operator's decision, the most it keeps (${max}); approving, rejecting or expiring one frees a slot; ${wait}`
+        : `the join listener is rate limiting this address (RATE_LIMITED); ${wait}`;
+    case "JOIN_CODE_BUSY":
+      return `the join code is busy: other machines are proving it right now (JOIN_CODE_BUSY); ${wait}`;
+    case "UPGRADE_IN_PROGRESS":
+      return `the cluster is upgrading (UPGRADE_IN_PROGRESS); ${wait}`;
+    case "STORAGE_UNAVAILABLE":
+      return `the founder cannot save anything: its disk is full (STORAGE_UNAVAILABLE); ${wait}`;
+    default:
+      return `the join listener is busy (${error.status} ${error.code}); ${wait}`;
+  }
+}
+
 /** The transport's reason for a person: `ECONNREFUSED`, `503 UPGRADE_IN_PROGRESS`, `TIMEOUT`. */
 function causeOf(error: unknown): string {
   if (error instanceof StratumApiError) return `${error.status} ${error.code}`;
@@ -86,6 +112,11 @@ class OutageReport {
     }
   }
 
+  /** True unless the listener is unreachable now (a wait began and no view came since). */
+  get answering(): boolean {
+    return this.#since === undefined;
+  }
+
   /** A view came: if the listener was unreachable, says so once. */
   answered(): void {
     if (this.#since === undefined) return;
@@ -97,6 +128,22 @@ class OutageReport {
 
   stop(): void {
     this.#ctx.out.clearProgress();
+  }
+}
+
+/**
+ * `register --wait … --timeout` ran out while the cluster answered: the registration is still
+ * where it was (`registration`), typically waiting for an operator. Not a network failure
+ * (exit 18, `STILL_WAITING`): running the same command again goes on waiting.
+ */
+export class StillWaitingError extends StratumError {
+  /** The last view of the registration. */
+  readonly registration: Registration;
+
+  constructor(message: string, registration: Registration) {
+    super("STILL_WAITING", message);
+    this.name = "StillWaitingError";
+    this.registration = registration;
   }
 }
 
@@ -113,9 +160,10 @@ export interface WaitOutcome {
  * first view that carries a delivery has it written to `DIR/delivery` (public files and the node
  * key, 0600) and its secrets to `secrets`' destinations, whatever state is awaited: a machine
  * waiting for `joined` must still keep what it was delivered.
- * @throws RegistrationEndedError in a final state other than `until`; TimeoutError after
- *   `timeoutMs`; SecretDestinationError (a secret without a destination: nothing written) and
- *   what `writeDelivery` throws; the signal's reason on Ctrl-C
+ * @throws RegistrationEndedError in a final state other than `until`; after `timeoutMs`,
+ *   StillWaitingError while the listener answers, TimeoutError while it does not;
+ *   SecretDestinationError (a secret without a destination: nothing written) and what
+ *   `writeDelivery` throws; the signal's reason on Ctrl-C
  */
 export async function waitForState(
   ctx: CommandContext,
@@ -135,6 +183,7 @@ export async function waitForState(
   const report = options.report ?? stateReporter(ctx);
   const outage = new OutageReport(ctx, options.session.endpoint);
   let delivery: WrittenDelivery | undefined;
+  let last: Registration | undefined;
   let failures = 0;
   try {
     for (;;) {
@@ -150,6 +199,7 @@ export async function waitForState(
         })) {
           failures = 0;
           outage.answered();
+          last = view;
           report(view);
           if (view.delivery && !delivery)
             delivery = await writeDeliveryOf(ctx, options.dir, view.delivery, options.secrets);
@@ -165,8 +215,18 @@ export async function waitForState(
     }
   } catch (error) {
     if (timeout?.aborted && !ctx.signal.aborted) {
+      const seconds = Math.round(options.timeoutMs! / 1000);
+      // The listener answered all along: the wait ran out, not the network.
+      if (outage.answering && last) {
+        const extra = describeState(last).split(" — ")[1];
+        const still = last.state === "pending" && extra ? extra : `${last.state}${extra ? `: ${extra}` : ""}`;
+        throw new StillWaitingError(
+          `the registration did not reach ${options.until} within ${seconds} s: the cluster answers, and it is still ${still}`,
+          last,
+        );
+      }
       throw new TimeoutError(
-        `the registration did not reach ${options.until} within ${Math.round(options.timeoutMs! / 1000)} s`,
+        `the registration did not reach ${options.until} within ${seconds} s, and the join listener ${options.session.endpoint} is not answering`,
       );
     }
     throw error;

@@ -50,9 +50,9 @@ export function isJoinState(value: unknown): value is JoinState {
 
 /**
  * What an operator does to a join: `approve` it (or preview its approval), `reject` it, `fail`
- * a running one, `retry` a failed one.
+ * a running one, `retry` a failed one, `expire` a waiting one.
  */
-export type JoinAction = "approve" | "reject" | "fail" | "retry";
+export type JoinAction = "approve" | "reject" | "fail" | "retry" | "expire";
 
 /**
  * The states each {@link JoinAction} is allowed in, the one list the reference founder, the
@@ -68,12 +68,15 @@ export type JoinAction = "approve" | "reject" | "fail" | "retry";
  *   not come back.
  * - `fail`: the running states, `delivering` and `installing`.
  * - `retry`: `failed` only.
+ * - `expire`: the waiting states, `needs-upgrade` and `pending`: the waiting slot is freed at
+ *   once and the key may register again (unlike reject, which refuses the key for good).
  */
 export const JOIN_ACTION_STATES: Readonly<Record<JoinAction, readonly JoinState[]>> = {
   approve: ["pending", "failed"],
   reject: ["needs-upgrade", "pending", "approved", "failed"],
   fail: RUNNING_JOIN_STATES,
   retry: ["failed"],
+  expire: WAITING_JOIN_STATES,
 };
 
 /** True when a join in `state` allows `action` ({@link JOIN_ACTION_STATES}). */

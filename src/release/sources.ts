@@ -134,7 +134,7 @@ export interface MirrorSourceOptions extends Omit<DispatcherSourceOptions, "orig
   /**
    * An undici dispatcher to send the requests through instead (a custom Agent); then `ca` and
    * `proxy` are the dispatcher's business, `close()` leaves it open, and bodies are copied out
-   * of undici's buffers (slower: see the README's measurements).
+   * of undici's buffers (slower: see docs/measurements.md).
    */
   dispatcher?: Dispatcher | undefined;
   /**

@@ -46,6 +46,12 @@ export interface FakeCluster {
   upgrade: Schemas["ClusterUpgrade"];
   /** The cluster CA's fingerprint; a rotation changes it. */
   caFingerprint: string;
+  /** Registrations turned away because the waiting slots were full (the list's `capacity.waiting.refused`). */
+  refusedRegistrations: number;
+  /** The most waiting joins before new registrations are refused (`capacity.waiting.max`). Default 16. */
+  maxWaiting: number;
+  /** How many more machines the cluster can take, counted from `members` and `joins` as the founder does. */
+  capacity(): Schemas["JoinCapacity"];
   /** A machine registers: a `pending` join (or as overridden) is put first in the list. */
   addJoin(overrides?: Partial<NodeJoin>): NodeJoin;
   /** Changes a join in place (its state, steps, …) and bumps its `updatedAt`. */
@@ -53,6 +59,9 @@ export interface FakeCluster {
   /** Drops a join from the list. */
   removeJoin(id: string): void;
 }
+
+/** The most control-plane nodes a cluster takes (spec: Assignment.role). */
+const MAX_CONTROL_PLANE = 5;
 
 /** A {@link FakeCluster} with one member, no code and the given joins. */
 export function createFakeCluster(seed: { joins?: NodeJoin[]; joinCodes?: JoinCode[] } = {}): FakeCluster {
@@ -63,6 +72,28 @@ export function createFakeCluster(seed: { joins?: NodeJoin[]; joinCodes?: JoinCo
     networks: fixtures.clusterNetworks(),
     upgrade: { inProgress: false },
     caFingerprint: "7D:9F:05:39:12:F6:D4:91",
+    refusedRegistrations: 0,
+    maxWaiting: 16,
+    capacity() {
+      const members = cluster.members.items.filter(
+        (m) => m.state !== "leaving" && (m.role === "hybrid" || m.role === "control-plane"),
+      ).length;
+      const approved = cluster.joins.filter((j) => j.state === "approved").length;
+      return {
+        roles: ["hybrid"],
+        controlPlane: {
+          members,
+          approved,
+          max: MAX_CONTROL_PLANE,
+          remaining: Math.max(0, MAX_CONTROL_PLANE - members - approved),
+        },
+        waiting: {
+          count: cluster.joins.filter((j) => j.state === "pending" || j.state === "needs-upgrade").length,
+          max: cluster.maxWaiting,
+          refused: cluster.refusedRegistrations,
+        },
+      };
+    },
     addJoin(overrides) {
       const join = fixtures.nodeJoin(overrides);
       cluster.joins.unshift(join);
@@ -99,10 +130,12 @@ export interface AdminHandlersOptions {
 /**
  * msw handlers for every admin operation, serving a {@link FakeCluster} with the API's rules:
  * minting answers the code once, revoking a live code revokes it, approving (or previewing an
- * approval), rejecting, failing and retrying a join only in the states `JOIN_ACTION_STATES`
- * allows (the founder's own rule; else 409 `JOIN_STATE_CONFLICT`), rejecting and failing need
- * a reason (else 400 `INVALID_INPUT` with a field error), unknown ids 404, a CA rotation revokes
- * every live code. The join list has no long poll (no `ETag`): `watchJoins` polls it.
+ * approval), rejecting, failing, retrying and expiring a join only in the states
+ * `JOIN_ACTION_STATES` allows (the founder's own rule; else 409 `JOIN_STATE_CONFLICT`), rejecting
+ * and failing need a reason (else 400 `INVALID_INPUT` with a field error), approving refused at
+ * `role` once the cluster is full (its `capacity()`, which the join list answers), unknown ids
+ * 404, a CA rotation revokes every live code. The join list has no long poll (no `ETag`):
+ * `watchJoins` polls it.
  */
 export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[] {
   const cluster = options.cluster ?? createFakeCluster();
@@ -149,6 +182,14 @@ export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[]
     const join = findJoin(joinId);
     if (!join) return { ok: false, refusal: notFound("join") };
     if (!joinAllows(join.state, "approve")) return { ok: false, refusal: conflict(join, "approved") };
+    if (cluster.capacity().controlPlane.remaining === 0)
+      return {
+        ok: false,
+        refusal: problemResponse(409, "JOIN_APPROVAL_REFUSED", {
+          title: "Approval refused",
+          errors: [{ field: "role", message: "the cluster is full: it takes at most 5 control-plane nodes" }],
+        }),
+      };
     const body: Schemas["Approval"] = (await request.json().catch(() => undefined)) ?? {};
     const { role = "hybrid", ...rest } = body.assignment ?? {};
     // As the founder: an approval may ask for any node role, and every one but hybrid is refused at `role`.
@@ -197,7 +238,10 @@ export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[]
     }),
     http.get("/v1/admin/cluster/joins", ({ response }) =>
       // The list view carries no log tail; only the single join does.
-      response(200).json({ items: cluster.joins.map(({ logTail: _omitted, ...join }) => join) }),
+      response(200).json({
+        items: cluster.joins.map(({ logTail: _omitted, ...join }) => join),
+        capacity: cluster.capacity(),
+      }),
     ),
     http.get("/v1/admin/cluster/joins/{joinId}", ({ params, response }) => {
       const join = findJoin(params.joinId);
@@ -217,7 +261,14 @@ export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[]
     }),
     http.post("/v1/admin/cluster/joins/{joinId}/approval-preview", async ({ params, request, response }) => {
       const decision = await decide(params.joinId, request);
-      if (!decision.ok) return response.untyped(decision.refusal);
+      if (!decision.ok) {
+        // A refused assignment is the preview's answer, with 200, as the founder gives it.
+        if (decision.refusal.status === 409) {
+          const problem = (await decision.refusal.clone().json()) as Schemas["Problem"];
+          if (problem.code === "JOIN_APPROVAL_REFUSED") return response(200).json({ refusal: problem });
+        }
+        return response.untyped(decision.refusal);
+      }
       return response(200).json({ assignment: decision.assignment });
     }),
     http.post("/v1/admin/cluster/joins/{joinId}/reject", async ({ params, request, response }) => {
@@ -234,6 +285,12 @@ export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[]
           rejectedAt: stamp(),
         }),
       );
+    }),
+    http.post("/v1/admin/cluster/joins/{joinId}/expire", ({ params, response }) => {
+      const join = findJoin(params.joinId);
+      if (!join) return response.untyped(notFound("join"));
+      if (!joinAllows(join.state, "expire")) return response.untyped(conflict(join, "expired"));
+      return response(200).json(cluster.updateJoin(join.id, { state: "expired" }));
     }),
     http.post("/v1/admin/cluster/joins/{joinId}/retry", ({ params, response }) => {
       const join = findJoin(params.joinId);

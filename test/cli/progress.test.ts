@@ -14,6 +14,8 @@ import { Output } from "../../src/cli/output.js";
 import { demoInventory, type Harness } from "../node/harness.js";
 import { startUnsealingHarness, writeSecretsFile } from "../node/machine-secrets.js";
 import { startSwtpm, type Swtpm } from "../node/swtpm.js";
+import { closedPort } from "./process.js";
+import { expectDocumentedResult } from "./json-results.js";
 
 interface Run {
   code: number;
@@ -35,16 +37,9 @@ async function cli(
     isTTY: options.isTTY ?? false,
     ...(options.stdin ? { stdin: options.stdin } : {}),
   });
-  return { code, stdout, stderr, json: args.includes("--json") ? JSON.parse(stdout) : undefined };
-}
-
-/** A port on loopback that nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
+  const json = args.includes("--json") ? JSON.parse(stdout) : undefined;
+  if (json !== undefined && code === 0) expectDocumentedResult(args, json);
+  return { code, stdout, stderr, json };
 }
 
 let tmp: string;
@@ -317,7 +312,7 @@ describe("output fixes", () => {
     expect(approve.stderr).toContain(`POST /v1/admin/cluster/joins/nj-8w2k4m1p/approve to 127.0.0.1:${port}`);
     expect(approve.stderr).toContain("ECONNREFUSED");
     expect(approve.stderr).not.toContain("{joinId}");
-    expect(approve.stderr).toMatch(/→ Check that this machine reaches the host/);
+    expect(approve.stderr).toMatch(/→ Check that the founder's admin API runs at the address named above/);
     expect(list.stdout + approve.stderr).not.toContain("sekret-token");
   });
 
@@ -332,7 +327,7 @@ describe("output fixes", () => {
       const error = await client.retryNodeJoin("nj-4f7k2q9m").catch((e: unknown) => e);
       expect(error).toMatchObject({ code: "TIMEOUT" });
       expect((error as Error).message).toBe(
-        `retryNodeJoin: POST /v1/admin/cluster/joins/nj-4f7k2q9m/retry to 127.0.0.1:${port} got no answer within 300 ms`,
+        `POST /v1/admin/cluster/joins/nj-4f7k2q9m/retry to 127.0.0.1:${port} got no answer within 300 ms`,
       );
     } finally {
       for (const socket of sockets) socket.destroy();

@@ -8,6 +8,7 @@ import { chmodSync, copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { expectInstalled } from "../machine/tools.js";
 import type { Harness } from "../node/harness.js";
 import { startUnsealingHarness, writeSecretsFile } from "../node/machine-secrets.js";
 import { startSwtpm, type Swtpm } from "../node/swtpm.js";
@@ -19,6 +20,7 @@ let cli: string;
 
 let tpm: Swtpm;
 beforeAll(async () => {
+  expectInstalled("jq");
   tmp = mkdtempSync(join(tmpdir(), "stratum-cli-scripts-"));
   [h, cli, tpm] = await Promise.all([startUnsealingHarness({ timing: { tickMs: 100 } }), buildCli(), startSwtpm()]);
 });

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { COMMANDS, runCli } from "../../src/cli/run.js";
 import { stripAnsi } from "../../src/cli/style.js";
+import { expectInstalled } from "../machine/tools.js";
 import type { Harness } from "../node/harness.js";
 import { startUnsealingHarness } from "../node/machine-secrets.js";
 import { startSwtpm, type Swtpm } from "../node/swtpm.js";
@@ -20,6 +21,7 @@ let cli: string;
 let tmp: string;
 
 beforeAll(async () => {
+  expectInstalled("bsdutils"); // `script`, the terminal
   tmp = mkdtempSync(join(tmpdir(), "stratum-cli-tty-"));
   cli = await buildCli();
 });

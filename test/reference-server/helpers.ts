@@ -266,6 +266,9 @@ export class TestJoiner {
       host: "127.0.0.1",
       port: this.server.joinPort,
       identity: this.identity,
+      // Joiners of one test share its event loop, and each one's Argon2id blocks it: a
+      // handshake can wait on several of them on a loaded machine, far past the default 10 s.
+      connectTimeoutMs: 120_000,
       ...(this.caDer ? { ca: this.caDer } : {}),
     });
     return this.connection;
@@ -431,8 +434,11 @@ export class TestJoiner {
   }
 }
 
-/** An inventory like the spec's example: one blank NVMe data disk, a system disk, two NICs. */
-export function sampleInventory(): Record<string, unknown> {
+/**
+ * An inventory like the spec's example: one blank NVMe data disk, a system disk, two NICs, the
+ * first holding `address`.
+ */
+export function sampleInventory(address = "192.0.2.21"): Record<string, unknown> {
   return {
     uefi: true,
     disks: [
@@ -476,7 +482,7 @@ export function sampleInventory(): Record<string, unknown> {
         link: "up",
         speedMbps: 1000,
         mtu: 1500,
-        addresses: ["192.0.2.21/24"],
+        addresses: [`${address}/24`],
         wireless: false,
       },
       {
@@ -504,6 +510,9 @@ let seq = 0;
  */
 export function insertJoinRow(server: ReferenceServer, overrides: Partial<JoinRow> = {}): string {
   const now = Date.now();
+  // Each machine on its own address, as on a real network: an approved join holds its mgmt
+  // address, so two sharing one would collide (the tests of that make them share it).
+  const address = `192.0.2.${21 + (seq % 200)}`;
   const id = `nj-test${String(seq++).padStart(4, "0")}`;
   const codeId = "jc-testcode";
   if (!server.store.getCode(codeId)) {
@@ -531,11 +540,11 @@ export function insertJoinRow(server: ReferenceServer, overrides: Partial<JoinRo
         state: "pending",
         pairingCode: "4F7-K2Q",
         keyFingerprint: Array.from({ length: 32 }, () => "AB").join(":"),
-        sourceAddr: "192.0.2.21",
+        sourceAddr: address,
         hostname: `host-${id}`,
         systemSerial: null,
         release: "0.6.0",
-        inventory: sampleInventory() as Inventory,
+        inventory: sampleInventory(address) as Inventory,
         upgrade: null,
         createdAt: now,
         expiresAt: now + 3600_000,

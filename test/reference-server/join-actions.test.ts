@@ -3,30 +3,33 @@
 // cluster of @stratum/join/testing and the console's buttons must all say what it says.
 import { setupServer } from "msw/node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { canApprove, canFail, canReject, canRetry } from "../../examples/console/src/format.js";
+import { canApprove, canExpire, canFail, canReject, canRetry } from "../../examples/console/src/format.js";
 import { JOIN_ACTION_STATES, JOIN_STATES, joinAllows, type JoinAction } from "../../src/core/join-states.js";
 import { adminHandlers, createFakeCluster } from "../../src/testing/index.js";
 import type { JoinState } from "../../src/types.js";
 import { admin, insertJoinRow, startTestServer, type TestServer } from "./helpers.js";
 
-const ACTIONS: JoinAction[] = ["approve", "reject", "fail", "retry"];
+const ACTIONS: JoinAction[] = ["approve", "reject", "fail", "retry", "expire"];
 const BODIES: Record<JoinAction, unknown> = {
   approve: {},
   reject: { reason: "no" },
   fail: { reason: "gone" },
   retry: undefined,
+  expire: undefined,
 };
 const OPERATION: Record<JoinAction, string> = {
   approve: "approveNodeJoin",
   reject: "rejectNodeJoin",
   fail: "failNodeJoin",
   retry: "retryNodeJoin",
+  expire: "expireNodeJoin",
 };
 const CONSOLE: Record<JoinAction, (state: JoinState) => boolean> = {
   approve: canApprove,
   reject: canReject,
   fail: canFail,
   retry: canRetry,
+  expire: canExpire,
 };
 
 const FAKE = "https://fake.cluster.test";
@@ -51,6 +54,7 @@ describe("JOIN_ACTION_STATES", () => {
       reject: ["needs-upgrade", "pending", "approved", "failed"],
       fail: ["delivering", "installing"],
       retry: ["failed"],
+      expire: ["needs-upgrade", "pending"],
     });
     // The seed's rule for needs-upgrade: "approving it is refused, rejecting it is not".
     expect(joinAllows("needs-upgrade", "approve")).toBe(false);
@@ -98,6 +102,8 @@ describe("the founder, the fake cluster and the console agree", () => {
           action,
           allowed ? 200 : 409,
         ]);
+        // Leaves the fake's capacity as it was: an approved join holds a control-plane place.
+        fake.updateJoin(join.id, { state: "rejected" });
         // The console's buttons.
         expect([action, CONSOLE[action](state)], `console: ${action} a ${state} join`).toEqual([action, allowed]);
       }

@@ -1,6 +1,6 @@
 // The reference server's settings: every limit and duration by environment variable and by
-// flag (the flag wins), bad values refused naming the setting, every setting in the README's
-// Configuration tables with its default, and — as the real command, `main.ts` in a process — a
+// flag (the flag wins), bad values refused naming the setting, every setting in the reference
+// server's README (its Configuration table) with its default, and — as the real command, `main.ts` in a process — a
 // limit set by a variable taking effect, and an address in use reported as one line with a
 // non-zero exit (no MaxListenersExceededWarning, no stack trace).
 import { spawn } from "node:child_process";
@@ -109,17 +109,14 @@ describe("every setting, by variable and by flag", () => {
   });
 });
 
-describe("the README lists every setting with its default", () => {
+describe("the reference server's README lists every setting with its default", () => {
   const table = (file: string, heading: string): string => {
     const text = readFileSync(join(root, file), "utf8");
     const start = text.indexOf(heading);
     expect(start, `${file} has ${heading}`).toBeGreaterThan(0);
     return text.slice(start, text.indexOf("\n#", start + heading.length));
   };
-  for (const [file, heading] of [
-    ["README.md", "### Configuration"],
-    ["examples/reference-server/README.md", "## Configuration"],
-  ] as const) {
+  for (const [file, heading] of [["examples/reference-server/README.md", "## Configuration"]] as const) {
     it(file, () => {
       const rows = table(file, heading);
       for (const setting of SETTINGS) {

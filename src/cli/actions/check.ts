@@ -11,7 +11,8 @@ import { clockIsOff } from "../../core/clock.js";
 import { checkJoinCode } from "../../node/joiner.js";
 import { stringFlag, type CommandAction } from "../args.js";
 import { joinTargetOf } from "../joiner.js";
-import { clockLine, fingerprintLines } from "../output.js";
+import { clockLine, fingerprintLines, formatMoment } from "../output.js";
+import { busyLine } from "../watch.js";
 import { check } from "../commands/check.js";
 
 /** Runs `check`. */
@@ -23,12 +24,14 @@ export const runCheck: CommandAction = async (ctx, args) => {
     release,
     selfUpgrade: args.values["self-upgrade"] === true,
     signal: ctx.signal,
+    onRetry: (error, delayMs) => ctx.out.say(busyLine(error, delayMs)),
   });
   const lines = [
     `${ctx.out.style.green("ok:")} the join listener at ${result.endpoint} proved the code`,
     ...fingerprintLines("  cluster CA", result.caFingerprint, 19),
     `  cluster release  ${result.clusterRelease}`,
-    `  code expires     ${result.expiresAt}`,
+    // Counted on the founder's clock: this machine's may be off.
+    `  code expires     ${formatMoment(result.expiresAt, Date.now() + result.clockOffsetMs)}`,
   ];
   if (result.upgrade) {
     lines.push(

@@ -32,7 +32,7 @@ import { IDENTITY_FILES, openIdentityDir, readJsonFile, readTextFile, saveSessio
 import { readSecretsFlag, writeDeliveryOf } from "../delivery.js";
 import { downloadUpgrade, SAFE_RELEASE, joinTargetOf, trustedKeysOf } from "../joiner.js";
 import { clockLine, fingerprintLines, pairingBanner } from "../output.js";
-import { stateReporter, waitForState } from "../watch.js";
+import { busyLine, stateReporter, waitForState } from "../watch.js";
 import { register } from "../commands/register.js";
 
 /** The registration view as printed: the delivery is summarised elsewhere, never dumped. */
@@ -82,7 +82,7 @@ function announce(ctx: CommandContext, result: RegisterResult): void {
   if (clockIsOff(result.clockOffsetMs / 1000)) ctx.out.warn(clockLine(result.clockOffsetMs));
 }
 
-/** The `--json` document of `register` (README: JSON results). */
+/** The `--json` document of `register` (its shape: `register.result`, in docs/cli.md). */
 function registerDocument(o: {
   result: RegisterResult;
   registration: Registration;
@@ -186,6 +186,9 @@ export const runRegister: CommandAction = async (ctx, args) => {
       : {}),
     ...(inventory ? { inventory } : {}),
     signal: ctx.signal,
+    // Each wait for a busy listener or a full cluster is said, a pipe and a log included:
+    // without it the command sits silent for a minute.
+    onRetry: (error: Parameters<typeof busyLine>[0], delayMs: number) => ctx.out.say(busyLine(error, delayMs)),
   };
   let result = await registerMachine({ ...details, release });
   let sessionFile = await saveSession(dir, result.session);

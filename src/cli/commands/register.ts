@@ -94,7 +94,12 @@ export const register: CommandSpec = {
       value: "STATE",
       description: "wait until the registration reaches STATE (e.g. delivering, joined)",
     },
-    timeout: { type: "string", value: "SECONDS", description: "give up waiting after this long (exit 9, TIMEOUT)" },
+    timeout: {
+      type: "string",
+      value: "SECONDS",
+      description:
+        "give up waiting after this long: exit 18 (STILL_WAITING) while the cluster answers, 9 (TIMEOUT) while it does not",
+    },
     secrets: SECRETS_FLAG,
   },
   examples: [
@@ -113,5 +118,7 @@ export const register: CommandSpec = {
       command: "stratum-join register --identity /var/lib/stratum-join --release 0.6.0 --json | jq -r .state",
     },
   ],
+  result:
+    "{joinId, state, pairingCode, created, endpoint, caFingerprint, keyFingerprint, release, clockOffsetSeconds, identity: {dir, created}, sessionFile, upgrade?: {from, to, dir, files, bytesFetched, signedBy}, delivery?: {dir, files, secrets}, registration}",
   load: async () => (await import("../actions/register.js")).runRegister,
 };

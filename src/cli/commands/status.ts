@@ -32,5 +32,7 @@ export const status: CommandSpec = {
       command: "stratum-join status --identity /var/lib/stratum-join --write-delivery --secrets secrets.json",
     },
   ],
+  result:
+    "{joinId, endpoint, caFingerprint, keyFingerprint, release, state, pairingCode, registration, delivery?: {nodeId, dir?, files?, secrets?}}",
   load: async () => (await import("../actions/status.js")).runStatus,
 };

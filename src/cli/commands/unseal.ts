@@ -30,5 +30,6 @@ export const unseal: CommandSpec = {
         "stratum-join unseal /var/lib/stratum-join/openbao-unseal.sealed | jq -Rc '{key: .}' | curl -sf --data @- http://127.0.0.1:8200/v1/sys/unseal",
     },
   ],
+  result: '{field, sealed, value, secret: ["value"]}',
   load: async () => (await import("../actions/unseal.js")).runUnseal,
 };

@@ -62,7 +62,7 @@ export interface DownloadReleaseOptions {
    * of at least two segments, one file at a time, once an answer of it carried a strong ETag
    * (sent as `If-Range` with every range). Default 1: on a near mirror the download is bound by
    * the CPU at both ends, which more connections only share, while each adds 16 MiB of memory
-   * (see the README's measurements).
+   * (see docs/measurements.md).
    */
   connections?: number | undefined;
   /** Aborts everything; the abort is re-thrown as is, the `.partial` files stay for a later run. */
