@@ -3,7 +3,7 @@
 // the listener closing it, HEAD, bounds, and broken answers.
 import type { AddressInfo } from "node:net";
 import * as tls from "node:tls";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { StratumError } from "../../src/errors/index.js";
 import { createMachineIdentity, type MachineIdentity } from "../../src/node/identity.js";
 import { openPinnedConnection, type PinnedConnection } from "../../src/node/pinned-connection.js";
@@ -28,7 +28,9 @@ afterEach(async () => {
  * A TLS server that reads each request head (and its Content-Length body) and answers with
  * what `answer` returns for it, as raw bytes; `null` ends the connection without an answer.
  */
-async function rawListener(answer: (head: string, body: string, index: number) => string | null) {
+async function rawListener(
+  answer: (head: string, body: string, index: number, socket: tls.TLSSocket) => string | null,
+) {
   const requests: string[] = [];
   let connections = 0;
   const server = tls.createServer(serverOptions, (socket) => {
@@ -45,7 +47,7 @@ async function rawListener(answer: (head: string, body: string, index: number) =
         const body = buffered.slice(end + 4, end + 4 + length);
         buffered = buffered.slice(end + 4 + length);
         requests.push(`${head}\r\n\r\n${body}`);
-        const reply = answer(head, body, requests.length - 1);
+        const reply = answer(head, body, requests.length - 1, socket);
         if (reply === null) socket.destroy();
         else socket.write(reply);
       }
@@ -174,5 +176,252 @@ describe("the pinned connection's HTTP/1.1", () => {
       /request header "x-a" is not a valid field/,
     );
     expect(listener.requests).toEqual([]);
+  });
+});
+
+/** Sockets that keep the process alive (the listener's side of each connection among them). */
+const refSockets = (): number => process.getActiveResourcesInfo().filter((type) => type === "TCPSocketWrap").length;
+
+describe("the pinned connection's HTTP/1.1: what it sends", () => {
+  it("writes the framing itself: the caller's Host, Content-Length, Transfer-Encoding and Connection are dropped, other names lower-cased", async () => {
+    const listener = await rawListener(() => json("{}"));
+    const connection = await open(listener.port);
+    await connection.request({
+      method: "POST",
+      path: "/x",
+      headers: {
+        Host: "elsewhere.example",
+        "Content-Length": "99",
+        "Transfer-Encoding": "chunked",
+        Connection: "close",
+        "X-Trace": "a\tb ~\x80",
+      },
+      body: "hi",
+    });
+    expect(listener.requests).toEqual([
+      `POST /x HTTP/1.1\r\nhost: 127.0.0.1:${listener.port}\r\nx-trace: a\tb ~\x80\r\ncontent-length: 2\r\n\r\nhi`,
+    ]);
+    expect(connection.alive).toBe(true);
+  });
+
+  it("a POST, PUT or PATCH without a body says Content-Length: 0; a GET, HEAD or DELETE without one says nothing", async () => {
+    const listener = await rawListener((head) =>
+      head.startsWith("HEAD") ? "HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n" : json("{}"),
+    );
+    const connection = await open(listener.port);
+    for (const method of ["POST", "PUT", "PATCH", "GET", "HEAD", "DELETE"] as const) {
+      await connection.request({ method, path: "/x" });
+    }
+    expect(listener.requests.map((request) => request.includes("\r\ncontent-length: 0\r\n\r\n"))).toEqual([
+      true,
+      true,
+      true,
+      false,
+      false,
+      false,
+    ]);
+    expect(listener.requests.filter((request) => request.includes("content-length"))).toHaveLength(3);
+  });
+
+  it("refuses a method, path or header field it cannot send, before anything is sent, and the connection stays usable", async () => {
+    const listener = await rawListener(() => json('{"ok":true}'));
+    const connection = await open(listener.port);
+    const refused: Array<[Parameters<PinnedConnection["request"]>[0], RegExp]> = [
+      // as a caller without the types could pass them
+      [{ method: "GE T" as "GET", path: "/x" }, /"GE T" is not an HTTP method/],
+      [{ method: "" as "GET", path: "/x" }, /"" is not an HTTP method/],
+      ...["x", "", "/a b", "/a\x7f", "/\u00e9", "/a\r\n"].map(
+        (path): [Parameters<PinnedConnection["request"]>[0], RegExp] => [
+          { path },
+          /the request path is not an absolute, percent-encoded path/,
+        ],
+      ),
+      [{ path: "/x", headers: { "x a": "1" } }, /request header "x a" is not a valid field/],
+      [{ path: "/x", headers: { "": "1" } }, /request header "" is not a valid field/],
+      ...["\x00", "\x08", "a\nb", "a\rb", "\x1f", "\x7f"].map(
+        (value): [Parameters<PinnedConnection["request"]>[0], RegExp] => [
+          { path: "/x", headers: { "x-v": value } },
+          /request header "x-v" is not a valid field/,
+        ],
+      ),
+    ];
+    for (const [request, message] of refused) {
+      await expect(connection.request(request), JSON.stringify(request)).rejects.toThrow(message);
+    }
+    expect(listener.requests).toEqual([]);
+    expect(connection.alive).toBe(true);
+    for (const path of ["/", "/!~%20?a=b&c"]) expect((await connection.request({ path })).json).toEqual({ ok: true });
+    expect(listener.requests.map((request) => request.split("\r\n")[0])).toEqual([
+      "GET / HTTP/1.1",
+      "GET /!~%20?a=b&c HTTP/1.1",
+    ]);
+  });
+
+  it("calls made at once go one after the other: the next is written only once the answer before it is read", async () => {
+    let answered = 0;
+    const seenAfter: number[] = [];
+    const listener = await rawListener((_head, _body, i, socket) => {
+      seenAfter.push(answered);
+      setTimeout(() => {
+        answered += 1;
+        socket.write(json(`{"n":${i}}`));
+      }, 100);
+      return "";
+    });
+    const connection = await open(listener.port);
+    const answers = await Promise.all([0, 1, 2].map((n) => connection.request({ path: `/${n}` })));
+    expect(answers.map((answer) => answer.json)).toEqual([{ n: 0 }, { n: 1 }, { n: 2 }]);
+    expect(seenAfter).toEqual([0, 1, 2]);
+  });
+
+  it("a call queued behind one that broke the connection fails with CONNECTION_CHANGED, not with the first call's error", async () => {
+    const listener = await rawListener(() => "HTTP/1.1 200 OK\r\ncontent-length: 5000\r\n\r\n");
+    const connection = await open(listener.port);
+    const first = connection.request({ path: "/a", maxBodyBytes: 1000 });
+    const second = connection.request({ path: "/b" });
+    expect(await failure(first)).toMatchObject({ code: "RESPONSE_TOO_LARGE" });
+    expect(await failure(second)).toMatchObject({ code: "CONNECTION_CHANGED" });
+    expect(listener.requests).toHaveLength(1);
+  });
+
+  it("keeps the process alive only while a call is in flight", async () => {
+    const listener = await rawListener((_head, _body, _i, socket) => {
+      setTimeout(() => socket.write(json("{}")), 200);
+      return "";
+    });
+    const connection = await open(listener.port);
+    const idle = refSockets();
+    const call = connection.request({ path: "/x" });
+    await vi.waitFor(() => expect(listener.requests).toHaveLength(1));
+    expect(refSockets()).toBe(idle + 1);
+    await call;
+    expect(refSockets()).toBe(idle);
+    expect(connection.alive).toBe(true);
+  });
+});
+
+describe("the pinned connection's HTTP/1.1: how an answer is framed", () => {
+  it("`Connection: close` is a token of the header, in any case, among others or on a line of its own", async () => {
+    const cases: Array<[string, boolean]> = [
+      ["connection: keep-alive\r\n", true],
+      ["connection: closed\r\n", true],
+      ["connection: x-close\r\n", true],
+      ["connection: Keep-Alive, CLOSE\r\n", false],
+      ["connection: keep-alive,close \r\n", false],
+      ["connection: keep-alive\r\nconnection: close\r\n", false],
+    ];
+    for (const [extra, alive] of cases) {
+      const listener = await rawListener(() => json("{}", extra));
+      const connection = await open(listener.port);
+      await connection.request({ path: "/x" });
+      expect(connection.alive, extra).toBe(alive);
+    }
+  });
+
+  it("an HTTP/1.0 answer is the connection's last: the next call fails with CONNECTION_CHANGED", async () => {
+    const listener = await rawListener(
+      () => 'HTTP/1.0 200 OK\r\ncontent-type: application/json\r\ncontent-length: 7\r\n\r\n{"a":1}',
+    );
+    const connection = await open(listener.port);
+    expect((await connection.request({ path: "/x" })).json).toEqual({ a: 1 });
+    expect(connection.alive).toBe(false);
+    expect(await failure(connection.request({ path: "/y" }))).toMatchObject({ code: "CONNECTION_CHANGED" });
+    expect(listener.requests).toHaveLength(1);
+  });
+
+  it("bytes the listener sends between answers end the connection: the next call is not sent", async () => {
+    const listener = await rawListener((_head, _body, _i, socket) => {
+      setTimeout(() => socket.write("HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n"), 100);
+      return json("{}");
+    });
+    const connection = await open(listener.port);
+    await connection.request({ path: "/x" });
+    expect(connection.alive).toBe(true);
+    await vi.waitFor(() => expect(connection.alive).toBe(false));
+    expect(await failure(connection.request({ path: "/y" }))).toMatchObject({ code: "CONNECTION_CHANGED" });
+    expect(listener.requests).toHaveLength(1);
+  });
+
+  it("finds the blank line wherever a read splits it, and reads the body after it", async () => {
+    const reply = json('{"split":true}');
+    const blank = reply.indexOf("\r\n\r\n");
+    for (const at of [blank - 1, blank, blank + 1, blank + 2, blank + 3, blank + 4]) {
+      const listener = await rawListener((_head, _body, _i, socket) => {
+        setTimeout(() => socket.write(reply.slice(at)), 50);
+        return reply.slice(0, at);
+      });
+      const connection = await open(listener.port);
+      const answer = await connection.request({ path: "/x", timeoutMs: 5000 });
+      expect(answer.json, `split at ${at - blank}`).toEqual({ split: true });
+      expect(connection.alive).toBe(true);
+    }
+  });
+
+  it("reads a head of 64 KiB; one a byte longer is refused, and so is one that grows past it without its blank line", async () => {
+    // a head of `bytes`: its lines with their CR LFs, then the blank line's CR LF
+    const headOf = (bytes: number) => {
+      const start = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nx-fill: ";
+      return `${start}${"f".repeat(bytes - start.length - 2)}\r\n\r\n`;
+    };
+    const cases: Array<[string, string | undefined]> = [
+      [headOf(64 * 1024) + "ok", undefined],
+      [headOf(64 * 1024 + 1) + "ok", "NETWORK"],
+      ["HTTP/1.1 200 OK\r\nx-fill: " + "f".repeat(64 * 1024), "NETWORK"],
+    ];
+    for (const [reply, code] of cases) {
+      const listener = await rawListener(() => reply);
+      const connection = await open(listener.port);
+      const answer = connection.request({ path: "/x", timeoutMs: 20_000 });
+      if (code === undefined) {
+        expect(Buffer.from((await answer).body).toString()).toBe("ok");
+      } else {
+        const error = await failure(answer);
+        expect(error.code).toBe(code);
+        expect(error.message).toMatch(/the response head is larger than 65536 bytes/);
+      }
+    }
+  });
+
+  it("a body of exactly maxBodyBytes is read, framed by length or chunked; a byte more is refused", async () => {
+    const body = "x".repeat(1000);
+    const chunked = (text: string) =>
+      `HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n${(text.length - 1).toString(16)}\r\n${text.slice(1)}\r\n1\r\n${text[0]}\r\n0\r\n\r\n`;
+    const cases: Array<[string, string | undefined]> = [
+      [`HTTP/1.1 200 OK\r\ncontent-length: 1000\r\n\r\n${body}`, undefined],
+      [`HTTP/1.1 200 OK\r\ncontent-length: 1001\r\n\r\n${body}x`, "RESPONSE_TOO_LARGE"],
+      [chunked(body), undefined],
+      [chunked(`${body}x`), "RESPONSE_TOO_LARGE"],
+    ];
+    for (const [reply, code] of cases) {
+      const listener = await rawListener(() => reply);
+      const connection = await open(listener.port);
+      const answer = connection.request({ path: "/x", maxBodyBytes: 1000 });
+      if (code === undefined) expect(Buffer.from((await answer).body).toString()).toBe(body);
+      else expect(await failure(answer)).toMatchObject({ code, message: /larger than 1000 bytes/ });
+    }
+  });
+
+  it("a body framed by the close is everything until the listener ends the connection, over several reads", async () => {
+    const listener = await rawListener((_head, _body, _i, socket) => {
+      setTimeout(() => socket.write("cd"), 50);
+      setTimeout(() => socket.end("ef"), 100);
+      return "HTTP/1.1 200 OK\r\n\r\nab";
+    });
+    const connection = await open(listener.port);
+    const answer = await connection.request({ path: "/x", timeoutMs: 5000 });
+    expect([answer.status, Buffer.from(answer.body).toString()]).toEqual([200, "abcdef"]);
+    expect(connection.alive).toBe(false);
+  });
+
+  it("an empty body is empty, whether by a Content-Length of 0 or a 204", async () => {
+    const listener = await rawListener((_h, _b, i) =>
+      i === 0 ? "HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n" : "HTTP/1.1 204 No Content\r\n\r\n",
+    );
+    const connection = await open(listener.port);
+    for (const status of [200, 204]) {
+      const answer = await connection.request({ path: "/x" });
+      expect([answer.status, answer.body.length, answer.json]).toEqual([status, 0, undefined]);
+    }
+    expect(connection.alive).toBe(true);
   });
 });
