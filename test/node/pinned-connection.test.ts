@@ -246,6 +246,32 @@ describe("openPinnedConnection", () => {
   });
 });
 
+describe("tlsExporter", () => {
+  it("is read only on a TLS 1.3 connection: a TLS 1.2 socket's exporter is no channel binding", async () => {
+    const server = tls.createServer(
+      { cert: listenerLeaf.certPem, key: listenerLeaf.keyPem!, maxVersion: "TLSv1.2" },
+      (s) => s.on("error", () => {}),
+    );
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    cleanups.push(() => new Promise((resolve) => server.close(resolve)));
+    const client = tls.connect({
+      host: "127.0.0.1",
+      port: (server.address() as net.AddressInfo).port,
+      maxVersion: "TLSv1.2",
+      rejectUnauthorized: false,
+    });
+    cleanups.push(() => client.destroy());
+    await new Promise<void>((resolve, reject) => client.once("secureConnect", resolve).once("error", reject));
+    expect(client.getProtocol()).toBe("TLSv1.2");
+    expect(() => tlsExporter(client)).toThrow(
+      expect.objectContaining({
+        code: "TLS_FAILED",
+        message: "the TLS exporter is only used on a TLS 1.3 connection",
+      }),
+    );
+  });
+});
+
 describe("tlsServerOptions", () => {
   it("refuses a TLS 1.2 client", async () => {
     const { port } = await startListener();
