@@ -14,7 +14,7 @@
  */
 
 import type { TLSSocket } from "node:tls";
-import { JoinProtocolError, NetworkError, StratumError } from "../errors/index.js";
+import { JoinProtocolError, StratumError } from "../errors/index.js";
 import { Http1Error } from "../release/http1/error.js";
 import { TOKEN } from "../release/http1/fields.js";
 import { findHeadEnd, framingOf, MAX_HEAD_BYTES, parseHead, type Framing } from "../release/http1/head.js";
@@ -93,7 +93,11 @@ export class PinnedHttp {
     return this.#reusable && !this.#ended && !this.#socket.destroyed;
   }
 
-  /** Sends `request` after the exchanges before it, and reads its whole answer. */
+  /**
+   * Sends `request` after the exchanges before it, and reads its whole answer. Rejects with a
+   * StratumError (`RESPONSE_TOO_LARGE`; `CONNECTION_CHANGED`, a JoinProtocolError), an Http1Error or the socket's
+   * error as they are: the connection's `request` turns them into its own errors.
+   */
   request(request: PinnedHttpRequest): Promise<PinnedHttpResponse> {
     const run = this.#queue.then(() => this.#exchange(request));
     this.#queue = run.catch(() => undefined);
@@ -109,12 +113,12 @@ export class PinnedHttp {
         "the connection to the join listener was closed; the exchange cannot continue on a new connection, start it again",
       );
     const onAbort = (): void => {
-      // An answer half read cannot be skipped: the connection goes with the exchange.
-      this.#reusable = false;
+      // An answer half read cannot be skipped: the connection goes with the exchange (a
+      // destroyed socket is never reusable).
       this.#socket.destroy();
       this.#wake?.();
     };
-    request.signal.addEventListener("abort", onAbort, { once: true });
+    request.signal.addEventListener("abort", onAbort);
     this.#inFlight = true;
     this.#socket.ref();
     try {
@@ -123,11 +127,9 @@ export class PinnedHttp {
       if (!keepsAlive(response.headers)) this.#reusable = false;
       return response;
     } catch (error) {
-      this.#reusable = false;
+      // a broken exchange ends the connection: what is left of its answer cannot be skipped
       this.#socket.destroy();
-      request.signal.throwIfAborted();
-      if (StratumError.is(error)) throw error;
-      throw new NetworkError(`${request.operation} failed: ${(error as Error).message}`, { cause: error });
+      throw error;
     } finally {
       request.signal.removeEventListener("abort", onAbort);
       this.#inFlight = false;
@@ -154,8 +156,9 @@ export class PinnedHttp {
   async #read(request: PinnedHttpRequest): Promise<PinnedHttpResponse> {
     for (;;) {
       const { status, headers, http10 } = await this.#readHead();
-      // An interim answer (100 Continue, 103 Early Hints) comes before the real one.
-      if (status >= 100 && status < 200) continue;
+      // An interim answer (100 Continue, 103 Early Hints) comes before the real one; parseHead
+      // takes no status below 100.
+      if (status < 200) continue;
       if (http10) this.#reusable = false;
       // A HEAD answer's Content-Length is the GET's: it has no body (RFC 9110 section 9.3.2).
       const framing = framingOf(status, headers);
@@ -209,8 +212,7 @@ export class PinnedHttp {
         await this.#more("in the middle of its answer");
       }
     } else {
-      // Framed by the close: everything until the end, and the connection is done.
-      this.#reusable = false;
+      // Framed by the close: everything until the end, and the connection is done with it.
       for (;;) {
         keep(this.#take(this.#received.length));
         if (this.#ended) break;

@@ -1,12 +1,14 @@
 // The HTTP/1.1 client of the pinned connection, against a TLS server that answers with bytes
 // the test writes: framing (length, chunked, the close), keep-alive across calls on one socket,
 // the listener closing it, HEAD, bounds, and broken answers.
+import * as net from "node:net";
 import type { AddressInfo } from "node:net";
 import * as tls from "node:tls";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { StratumError } from "../../src/errors/index.js";
 import { createMachineIdentity, type MachineIdentity } from "../../src/node/identity.js";
 import { openPinnedConnection, type PinnedConnection } from "../../src/node/pinned-connection.js";
+import { PinnedHttp } from "../../src/node/pinned-http.js";
 import { createClusterCa, issueListenerCertificate } from "../../src/server/ca.js";
 import { tlsServerOptions } from "../../src/server/tls.js";
 
@@ -230,7 +232,7 @@ describe("the pinned connection's HTTP/1.1: what it sends", () => {
       // as a caller without the types could pass them
       [{ method: "GE T" as "GET", path: "/x" }, /"GE T" is not an HTTP method/],
       [{ method: "" as "GET", path: "/x" }, /"" is not an HTTP method/],
-      ...["x", "", "/a b", "/a\x7f", "/\u00e9", "/a\r\n"].map(
+      ...["x", "", "x/", "http://elsewhere.example/x", "/a b", "/a\x7f", "/\u00e9", "/a\r\n"].map(
         (path): [Parameters<PinnedConnection["request"]>[0], RegExp] => [
           { path },
           /the request path is not an absolute, percent-encoded path/,
@@ -325,7 +327,11 @@ describe("the pinned connection's HTTP/1.1: how an answer is framed", () => {
     const connection = await open(listener.port);
     expect((await connection.request({ path: "/x" })).json).toEqual({ a: 1 });
     expect(connection.alive).toBe(false);
-    expect(await failure(connection.request({ path: "/y" }))).toMatchObject({ code: "CONNECTION_CHANGED" });
+    expect(await failure(connection.request({ path: "/y" }))).toMatchObject({
+      code: "CONNECTION_CHANGED",
+      message:
+        "the connection to the join listener was closed; the exchange cannot continue on a new connection, start it again",
+    });
     expect(listener.requests).toHaveLength(1);
   });
 
@@ -377,7 +383,8 @@ describe("the pinned connection's HTTP/1.1: how an answer is framed", () => {
       } else {
         const error = await failure(answer);
         expect(error.code).toBe(code);
-        expect(error.message).toMatch(/the response head is larger than 65536 bytes/);
+        expect(error.message).toBe("GET /x failed: the response head is larger than 65536 bytes");
+        expect(error.cause).toMatchObject({ name: "Http1Error", code: "HTTP1_PARSE" });
       }
     }
   });
@@ -397,7 +404,10 @@ describe("the pinned connection's HTTP/1.1: how an answer is framed", () => {
       const connection = await open(listener.port);
       const answer = connection.request({ path: "/x", maxBodyBytes: 1000 });
       if (code === undefined) expect(Buffer.from((await answer).body).toString()).toBe(body);
-      else expect(await failure(answer)).toMatchObject({ code, message: /larger than 1000 bytes/ });
+      else {
+        const error = await failure(answer);
+        expect([error.code, error.message]).toEqual([code, "the answer of GET /x is larger than 1000 bytes"]);
+      }
     }
   });
 
@@ -423,5 +433,107 @@ describe("the pinned connection's HTTP/1.1: how an answer is framed", () => {
       expect([answer.status, answer.body.length, answer.json]).toEqual([status, 0, undefined]);
     }
     expect(connection.alive).toBe(true);
+  });
+});
+
+describe("the pinned connection's HTTP/1.1: a connection that ends", () => {
+  it("a listener that speaks before it is asked is not an HTTP/1.1 server: the first call is not sent", async () => {
+    const server = tls.createServer(serverOptions, (socket) => {
+      socket.on("error", () => {});
+      socket.write("SSH-2.0-OpenSSH_9.2\r\n");
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    cleanups.push(() => new Promise((resolve) => server.close(resolve)));
+    let received = "";
+    server.on("secureConnection", (socket) => socket.on("data", (chunk: Buffer) => (received += chunk.toString())));
+    const connection = await open((server.address() as AddressInfo).port);
+    await vi.waitFor(() => expect(connection.alive).toBe(false));
+    expect(await failure(connection.request({ path: "/x" }))).toMatchObject({ code: "CONNECTION_CHANGED" });
+    expect(received).toBe("");
+  });
+
+  it("an answer the listener cuts short says where, by its length or its chunks", async () => {
+    const cases: Array<[(socket: tls.TLSSocket) => void, string]> = [
+      [(socket) => socket.end(), "before its answer"],
+      [(socket) => socket.end("HTTP/1.1 200 OK\r\n"), "before its answer"],
+      [(socket) => socket.end("HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc"), "in the middle of its answer"],
+      [
+        (socket) => socket.end("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nab"),
+        "in the middle of its answer",
+      ],
+    ];
+    for (const [cut, where] of cases) {
+      const listener = await rawListener((_head, _body, _i, socket) => (cut(socket), ""));
+      const connection = await open(listener.port);
+      const error = await failure(connection.request({ path: "/x", timeoutMs: 5000 }));
+      expect([error.code, error.message]).toEqual([
+        "NETWORK",
+        `GET /x failed: the join listener closed the connection ${where}`,
+      ]);
+      expect(error.cause).toMatchObject({ name: "Http1Error", code: "HTTP1_CLOSED" });
+      expect(connection.alive).toBe(false);
+    }
+  });
+
+  it("a connection reset in the middle of an answer is the reset, whatever frames the body", async () => {
+    for (const head of ["HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc", "HTTP/1.1 200 OK\r\n\r\nabc"]) {
+      // TLS over a TCP socket of the test's own, so that it can send the reset (RST)
+      const server = net.createServer((raw) => {
+        const socket = new tls.TLSSocket(raw, {
+          isServer: true,
+          secureContext: tls.createSecureContext(serverOptions),
+          requestCert: true,
+          rejectUnauthorized: false,
+        });
+        socket.on("error", () => {});
+        socket.once("data", () => {
+          socket.write(head);
+          setTimeout(() => raw.resetAndDestroy(), 50);
+        });
+      });
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+      cleanups.push(() => new Promise((resolve) => server.close(resolve)));
+      const connection = await open((server.address() as AddressInfo).port);
+      const error = await failure(connection.request({ path: "/x", timeoutMs: 5000 }));
+      expect(error.code, head).toBe("NETWORK");
+      expect(error.message).toMatch(/^GET \/x failed: .*ECONNRESET/);
+      expect(error.cause).toMatchObject({ code: "ECONNRESET" });
+      expect(connection.alive).toBe(false);
+    }
+  });
+
+  it("reads a chunked body that arrives over several reads", async () => {
+    const listener = await rawListener((_head, _body, _i, socket) => {
+      setTimeout(() => socket.write("cd\r\n2\r\nef\r\n"), 50);
+      setTimeout(() => socket.write("0\r\n\r\n"), 100);
+      return "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n4\r\nab";
+    });
+    const connection = await open(listener.port);
+    const answer = await connection.request({ path: "/x", timeoutMs: 5000 });
+    expect(Buffer.from(answer.body).toString()).toBe("abcdef");
+    expect(connection.alive).toBe(true);
+  });
+
+  it("a signal aborted after its exchange leaves the connection as it was", async () => {
+    const listener = await rawListener((_head, _body, i) => json(`{"n":${i}}`));
+    const socket = tls.connect({ host: "127.0.0.1", port: listener.port, rejectUnauthorized: false });
+    cleanups.push(() => socket.destroy());
+    await new Promise<void>((resolve, reject) => socket.once("secureConnect", resolve).once("error", reject));
+    const http = new PinnedHttp(socket, `127.0.0.1:${listener.port}`);
+    const call = (signal: AbortSignal) =>
+      http.request({
+        method: "GET",
+        path: "/x",
+        headers: {},
+        body: undefined,
+        signal,
+        maxBodyBytes: 1000,
+        operation: "GET /x",
+      });
+    const controller = new AbortController();
+    expect((await call(controller.signal)).status).toBe(200);
+    controller.abort();
+    expect([http.reusable, socket.destroyed]).toEqual([true, false]);
+    expect(Buffer.from((await call(new AbortController().signal)).body).toString()).toBe('{"n":1}');
   });
 });
