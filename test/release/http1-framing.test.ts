@@ -342,6 +342,19 @@ describe("a status line is HTTP/1.0 or HTTP/1.1, a status from 100 to 999 and an
   it("refuses a malformed field line", () => {
     parseError(() => parseHead("HTTP/1.1 200 OK\r\nno colon"), "a malformed header line");
   });
+
+  it("trims only the spaces and tabs around a value, never those inside it", () => {
+    const { headers } = parseHead("HTTP/1.1 200 OK\r\nX-A: \t a  b\tc \t\r\nX-B:d e");
+    expect(headers).toEqual({ "x-a": "a  b\tc", "x-b": "d e" });
+  });
+
+  it("names at most 80 characters of a field line it refuses", () => {
+    const line = `bad name ${"n".repeat(200)}: value`;
+    parseError(
+      () => parseHead(`HTTP/1.1 200 OK\r\n${line}`),
+      `a malformed header line in the response: ${JSON.stringify(line.slice(0, 80))}`,
+    );
+  });
 });
 
 describe("the body's framing: one plain Content-Length, or chunked last, or the close", () => {
