@@ -413,8 +413,12 @@ describe("the pinned connection's HTTP/1.1: how an answer is framed", () => {
 
   it("a body framed by the close is everything until the listener ends the connection, over several reads", async () => {
     const listener = await rawListener((_head, _body, _i, socket) => {
-      setTimeout(() => socket.write("cd"), 50);
-      setTimeout(() => socket.end("ef"), 100);
+      // each write scheduled by the one before: timers of different lengths can fire out of
+      // order on a loaded machine
+      setTimeout(() => {
+        socket.write("cd");
+        setTimeout(() => socket.end("ef"), 50);
+      }, 50);
       return "HTTP/1.1 200 OK\r\n\r\nab";
     });
     const connection = await open(listener.port);
@@ -504,8 +508,12 @@ describe("the pinned connection's HTTP/1.1: a connection that ends", () => {
 
   it("reads a chunked body that arrives over several reads", async () => {
     const listener = await rawListener((_head, _body, _i, socket) => {
-      setTimeout(() => socket.write("cd\r\n2\r\nef\r\n"), 50);
-      setTimeout(() => socket.write("0\r\n\r\n"), 100);
+      // each write scheduled by the one before: timers of different lengths can fire out of
+      // order on a loaded machine
+      setTimeout(() => {
+        socket.write("cd\r\n2\r\nef\r\n");
+        setTimeout(() => socket.write("0\r\n\r\n"), 50);
+      }, 50);
       return "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n4\r\nab";
     });
     const connection = await open(listener.port);
