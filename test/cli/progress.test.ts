@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAdminClient, StratumApiError, StratumError } from "../../src/index.js";
-import { JoinProtocolError } from "../../src/errors/index.js";
+import { JoinProtocolError, type StratumErrorCode } from "../../src/errors/index.js";
 import { EXIT_CODE_TABLE, exitCodeFor, exitCodeForCode, runCli } from "../../src/cli/run.js";
 import { Output } from "../../src/cli/output.js";
 import { demoInventory, type Harness } from "../node/harness.js";
@@ -375,7 +375,10 @@ describe("exit codes and next steps", () => {
           },
           false,
         );
-        expect(out.error(new StratumError(code, "what happened"), { usageOf: "admin joins" }), code).toBe(row.exit);
+        expect(
+          out.error(new StratumError(code as StratumErrorCode, "what happened"), { usageOf: "admin joins" }),
+          code,
+        ).toBe(row.exit);
         expect(stderr, code).toMatch(/\n→ \S/);
       }
     }
