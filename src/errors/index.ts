@@ -8,6 +8,7 @@ export { StratumError, isAbortError } from "./stratum-error.js";
 export {
   STRATUM_ERROR_CODES,
   type StratumErrorCode,
+  type ListedStratumErrorCode,
   type StratumApiErrorCode,
   type HttpStatusErrorCode,
 } from "./codes.js";
