@@ -11,7 +11,8 @@ import { createAdminClient, StratumApiError, StratumError } from "../../src/inde
 import { JoinProtocolError, type StratumErrorCode } from "../../src/errors/index.js";
 import { EXIT_CODE_TABLE, exitCodeFor, exitCodeForCode, runCli } from "../../src/cli/run.js";
 import { Output } from "../../src/cli/output.js";
-import { demoInventory, type Harness } from "../node/harness.js";
+import { demoInventory } from "../helpers/inventory.js";
+import { type TestServer } from "../helpers/reference-server.js";
 import { startUnsealingHarness, writeSecretsFile } from "../node/machine-secrets.js";
 import { startSwtpm, type Swtpm } from "../node/swtpm.js";
 import { closedPort } from "./process.js";
@@ -43,7 +44,7 @@ async function cli(
 }
 
 let tmp: string;
-let h: Harness;
+let h: TestServer;
 let admin: string[];
 let url: string;
 const env = () => ({ STRATUM_TOKEN: h.server.adminToken });
@@ -56,7 +57,7 @@ beforeAll(async () => {
   url = (await h.admin.mintJoinCode({ endpoint: h.server.joinEndpoint })).url;
 });
 afterAll(async () => {
-  await Promise.all([h?.close(), tpm?.stop()]);
+  await Promise.all([h?.dispose(), tpm?.stop()]);
   rmSync(tmp, { recursive: true, force: true });
 });
 
