@@ -571,6 +571,7 @@ export interface components {
          *     - `UNAUTHORIZED`: no valid token.
          *     - `FORBIDDEN`: the token lacks the permission; `details.permission`.
          *     - `NOT_FOUND`: no such resource, or not this key's.
+         *     - `METHOD_NOT_ALLOWED` (405, with `Allow`): the path exists, but not for this method.
          *     - `UNSUPPORTED_MEDIA_TYPE` (415): the request body is not `application/json` (optionally
          *       `; charset=utf-8`, nothing else), or it carries a `Content-Encoding` other than
          *       `identity`; send plain JSON.
@@ -580,7 +581,7 @@ export interface components {
          *     - `INTERNAL`: the server failed; quote the `requestId`.
          * @enum {string}
          */
-        ProblemCode: "JOIN_CODE_INVALID" | "JOIN_BINDING_FAILED" | "JOIN_CODE_BUSY" | "JOIN_CODE_EXPIRED" | "JOIN_CODE_REVOKED" | "JOIN_CODE_STALE" | "JOIN_PAKE_RESTART" | "RELEASE_MISMATCH" | "REGISTRATION_REJECTED" | "RATE_LIMITED" | "UPGRADE_IN_PROGRESS" | "RELEASE_BUSY" | "INVALID_INPUT" | "JOIN_APPROVAL_REFUSED" | "JOIN_STATE_CONFLICT" | "RANGE_NOT_SATISFIABLE" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "UNSUPPORTED_MEDIA_TYPE" | "STORAGE_UNAVAILABLE" | "INTERNAL";
+        ProblemCode: "JOIN_CODE_INVALID" | "JOIN_BINDING_FAILED" | "JOIN_CODE_BUSY" | "JOIN_CODE_EXPIRED" | "JOIN_CODE_REVOKED" | "JOIN_CODE_STALE" | "JOIN_PAKE_RESTART" | "RELEASE_MISMATCH" | "REGISTRATION_REJECTED" | "RATE_LIMITED" | "UPGRADE_IN_PROGRESS" | "RELEASE_BUSY" | "INVALID_INPUT" | "JOIN_APPROVAL_REFUSED" | "JOIN_STATE_CONFLICT" | "RANGE_NOT_SATISFIABLE" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "UNSUPPORTED_MEDIA_TYPE" | "STORAGE_UNAVAILABLE" | "INTERNAL";
         /**
          * @description An RFC 9457 problem document, the answer of every 4xx and 5xx.
          * @example {

@@ -17,7 +17,7 @@ import {
 } from "@stratum/join";
 import { createJoinCodeRecord } from "@stratum/join/server";
 import type { ClusterContext } from "./context.js";
-import { HttpProblem, invalidInput } from "./http.js";
+import { HttpProblem, invalidInput, quotedId } from "./http.js";
 import { newCodeId } from "./ids.js";
 import type { JoinCodeRow } from "./rows.js";
 import { codeState, iso, joinCodeView } from "./views.js";
@@ -155,7 +155,7 @@ export class JoinCodes {
     const now = Date.now();
     const row = store.tx(() => {
       const code = store.getCode(id);
-      if (!code) throw new HttpProblem(404, "NOT_FOUND", { detail: `No join code ${id}.` });
+      if (!code) throw new HttpProblem(404, "NOT_FOUND", { detail: `No join code ${quotedId(id)}.` });
       if (codeState(code, now) === "live") {
         store.revokeCode(id, actor, now);
         store.audit(actor, "cluster.join_code.revoked", id, { selector: code.selector });

@@ -118,14 +118,11 @@ export function splitHost(host: string): { bare: string; family: 0 | 4 | 6 } {
 }
 
 /**
- * The 4 or 16 bytes of an IP literal, so `::1`, `0:0::1` and `0:0:0:0:0:0:0:1` compare equal.
- * An IPv4-mapped IPv6 address is reduced to its IPv4 bytes: it names the same host.
+ * The 16 bytes of an IPv6 literal (no brackets, no zone), a dotted IPv4 tail included
+ * (`::ffff:127.0.0.2`, `64:ff9b::192.0.2.1`).
  */
-export function ipBytes(ip: string): Uint8Array | undefined {
-  const { bare, family } = splitHost(ip);
-  if (family === 4) return Uint8Array.from(bare.split(".").map(Number));
-  if (family !== 6) return undefined;
-  let text = bare.toLowerCase();
+function ipv6Bytes(literal: string): Uint8Array {
+  let text = literal.toLowerCase();
   let tail: number[] = [];
   const lastColon = text.lastIndexOf(":");
   if (text.slice(lastColon + 1).includes(".")) {
@@ -147,8 +144,18 @@ export function ipBytes(ip: string): Uint8Array | undefined {
     out[2 * i + 1] = w & 0xff;
   });
   if (tail.length === 4) out.set(tail, 12);
-  const mapped = out.subarray(0, 10).every((b) => b === 0) && out[10] === 0xff && out[11] === 0xff;
-  return mapped ? out.slice(12) : out;
+  return out;
+}
+
+/**
+ * The 4 or 16 bytes of an IP literal, so `::1`, `0:0::1` and `0:0:0:0:0:0:0:1` compare equal.
+ * An IPv4-mapped IPv6 address is reduced to its IPv4 bytes: it names the same host.
+ */
+export function ipBytes(ip: string): Uint8Array | undefined {
+  const { bare, family } = splitHost(ip);
+  if (family === 4) return Uint8Array.from(bare.split(".").map(Number));
+  if (family !== 6) return undefined;
+  return unmapped(ipv6Bytes(bare));
 }
 
 /** An IP SAN's bytes, an IPv4-mapped IPv6 address reduced to its IPv4 bytes (as {@link ipBytes} does). */
@@ -170,7 +177,14 @@ function dnsName(name: string): string {
 export function sanEntries(hosts: readonly string[]): X509.JsonGeneralName[] {
   return hosts.map((host) => {
     const { bare, family } = splitHost(host);
-    if (family !== 0) return { type: "ip", value: bare };
+    if (family === 4) return { type: "ip", value: bare };
+    // Eight hex groups: @peculiar/x509 reads a dotted IPv4 tail (`::ffff:127.0.0.2`,
+    // `64:ff9b::192.0.2.1`) as one more hex group and signs another address.
+    if (family === 6) {
+      const bytes = ipv6Bytes(bare);
+      const words = Array.from({ length: 8 }, (_, i) => ((bytes[2 * i]! << 8) | bytes[2 * i + 1]!).toString(16));
+      return { type: "ip", value: words.join(":") };
+    }
     const name = dnsName(host);
     // A SAN dNSName is an IA5 host name; refusing anything else keeps a typo from being signed.
     if (
