@@ -14,7 +14,7 @@ import type { Registration } from "../types.js";
 import { CliError, listFlag, stringFlag, type CommandContext, type CommandSpec, type ParsedArgs } from "./args.js";
 import { readTextFile } from "./files.js";
 import { formatBytes } from "./output.js";
-import type { Style } from "./style.js";
+import { printable, printableView, type Style } from "./style.js";
 
 /** A release name safe as a directory name: it comes from the cluster and becomes `DIR/release/<version>`. */
 export { SAFE_RELEASE_NAME as SAFE_RELEASE } from "../node/machine-dir.js";
@@ -42,8 +42,12 @@ export async function trustedKeysOf(args: ParsedArgs): Promise<string[]> {
   return Promise.all(listFlag(args, "trusted-key").map((file) => readTextFile(file, "trusted release key")));
 }
 
-/** One line about a registration's state, for a person; the state in its colour where `style` paints. */
-export function describeState(view: Registration, style?: Style): string {
+/**
+ * One line about a registration's state, for a person; the state in its colour where `style`
+ * paints. The view's strings (reasons, failed steps) are the founder's, made printable.
+ */
+export function describeState(unsafeView: Registration, style?: Style): string {
+  const view = printableView(unsafeView);
   const extra = (() => {
     switch (view.state) {
       case "needs-upgrade":
@@ -103,8 +107,12 @@ export async function downloadUpgrade(
   },
 ): Promise<DownloadedRelease> {
   const { upgrade } = options;
-  const from = upgrade.source ? `the mirror ${upgrade.source}` : upgrade.served ? "the founder" : "the source";
-  ctx.out.say(`downloading release ${upgrade.to} from ${from} into ${options.destDir}`);
+  const from = upgrade.source
+    ? `the mirror ${printable(upgrade.source)}`
+    : upgrade.served
+      ? "the founder"
+      : "the source";
+  ctx.out.say(`downloading release ${printable(upgrade.to)} from ${from} into ${options.destDir}`);
   const step = (status: "running" | "done" | "failed", message?: string) =>
     options.session && options.identity
       ? reportProgress(options.session, options.identity, {
@@ -141,12 +149,12 @@ export async function downloadUpgrade(
       ...(options.session ? { session: options.session } : {}),
       ...(options.identity ? { identity: options.identity } : {}),
       signal: ctx.signal,
-      onProgress: (p) => ctx.out.progress(progressLine(upgrade.to, p, ctx.out.errStyle)),
+      onProgress: (p) => ctx.out.progress(progressLine(printable(upgrade.to), p, ctx.out.errStyle)),
     });
     ctx.out.clearProgress();
     const total = downloaded.files.reduce((sum, f) => sum + f.size, 0);
     ctx.out.say(
-      `release ${downloaded.release} verified: ${downloaded.files.length} files, ${formatBytes(total)} (${formatBytes(downloaded.bytesFetched)} fetched), signed by ${downloaded.signedBy.map((k) => k.slice(0, 16)).join(", ")}`,
+      `release ${printable(downloaded.release)} verified: ${downloaded.files.length} files, ${formatBytes(total)} (${formatBytes(downloaded.bytesFetched)} fetched), signed by ${downloaded.signedBy.map((k) => k.slice(0, 16)).join(", ")}`,
     );
     await step("done");
     return downloaded;

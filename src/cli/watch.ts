@@ -23,6 +23,7 @@ import type { JoinState, Registration } from "../types.js";
 import type { CommandContext } from "./args.js";
 import { IDENTITY_FILES } from "./files.js";
 import { describeState } from "./joiner.js";
+import { printable } from "./style.js";
 
 // Between attempts while the listener is down: at least a second (so the countdown a person
 // sees is never "0 s" and a dead listener is not hammered), doubling to 15 s with full jitter.
@@ -150,7 +151,7 @@ export async function waitForState(
           if (view.delivery && !delivery) {
             delivery = await writeDelivery(join(options.dir, IDENTITY_FILES.delivery), view.delivery);
             ctx.out.say(
-              `delivery for ${view.delivery.nodeId} written to ${join(options.dir, IDENTITY_FILES.delivery)} (0600)`,
+              `delivery for ${printable(view.delivery.nodeId)} written to ${join(options.dir, IDENTITY_FILES.delivery)} (0600)`,
             );
           }
           if (view.state === options.until) return { registration: view, ...(delivery ? { delivery } : {}) };

@@ -25,7 +25,9 @@ export {
   JoinProtocolError,
   IdentityError,
   RegistrationEndedError,
+  UnprovenRefusalError,
   type JoinProtocolErrorCode,
+  type UnprovenRefusalStep,
   type ListenerCertificateCheck,
 } from "./join.js";
 export {

@@ -13,7 +13,9 @@
  *  5. KE3 in the seeded body of the next call, with `Join-Binding` (HMAC over a transcript that
  *     includes the TLS exporter and `serverTime`, so a relay that terminates TLS fails it: the listener says so
  *     with 401 `JOIN_BINDING_FAILED`, reported as `CONNECTION_INTERCEPTED`);
- *  6. the answer's `Join-Binding` is checked before the body is trusted.
+ *  6. the answer's `Join-Binding` is checked before the body is trusted, a refusal's too.
+ * A refusal of KE1, or of the KE3 call without the binding, is unproven (unproven.ts,
+ * docs/protocol.md#unproven): none of its text is kept.
  * @module
  */
 import { X509Certificate } from "node:crypto";
@@ -38,6 +40,7 @@ import {
 import { DEFAULT_CONNECT_TIMEOUT_MS } from "./pinned-socket.js";
 import { caFingerprint, verifyListenerCertificate } from "./pki.js";
 import { founderNow, measureClockOffset } from "./clock.js";
+import { unprovenRefusal } from "./unproven.js";
 
 /** Where the join listener is and which code to prove: a join URL, or an endpoint and a code. */
 export type JoinTarget =
@@ -175,7 +178,8 @@ async function proveCode(
     ...within(deadline),
   });
   const receivedAtMs = Date.now();
-  if (response.status !== 200) throw refusalOf(response, "POST /v1/join/pake");
+  // Nothing has proven the listener yet: its refusal is not the cluster's (docs/protocol.md#unproven).
+  if (response.status !== 200) throw unprovenRefusal(response, "ke1", target.endpoint, "POST /v1/join/pake");
   const challenge = await parseAnswer("PakeChallengeSchema", "POST /v1/join/pake", response.json);
   // Measured before the Argon2 below, which would otherwise count as clock difference.
   const clockOffsetMs = measureClockOffset(challenge.serverTime, receivedAtMs);
@@ -231,6 +235,7 @@ async function proveCode(
 async function sendProof(
   connection: PinnedConnection,
   proof: Proof,
+  endpoint: string,
   path: string,
   body: Record<string, unknown>,
   deadline: Deadline,
@@ -242,8 +247,12 @@ async function sendProof(
     json: body,
     ...within(deadline),
   });
+  const bound = await verifyBinding(proof.ks, proof.transcript, responseHeader(response, "join-binding"));
   if (response.status >= 400) {
-    const refusal = refusalOf(response, `POST ${path}`);
+    // A founder binds every refusal after a verified KE3 (docs/protocol.md#ke3, step 5); one
+    // without the binding is not proven to be the founder's (docs/protocol.md#unproven).
+    if (bound) throw refusalOf(response, `POST ${path}`);
+    const refusal = unprovenRefusal(response, "ke3", endpoint, `POST ${path}`);
     if (refusal.code === "JOIN_BINDING_FAILED") {
       throw new JoinProtocolError(
         "CONNECTION_INTERCEPTED",
@@ -253,7 +262,7 @@ async function sendProof(
     }
     throw refusal;
   }
-  if (!(await verifyBinding(proof.ks, proof.transcript, responseHeader(response, "join-binding")))) {
+  if (!bound) {
     throw new JoinProtocolError(
       "BINDING_MISMATCH",
       "the join listener's answer does not carry the channel binding of this exchange: the connection is relayed or tampered with; its answer was not used",
@@ -308,6 +317,7 @@ export async function proveAndCall(
         const response = await sendProof(
           connection,
           proof,
+          target.endpoint,
           path,
           body({ session: proof.session, ke3: proof.ke3 }, proof),
           deadline,

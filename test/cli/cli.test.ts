@@ -13,51 +13,14 @@ import { parseJoinUrl } from "../../src/index.js";
 import { parseJoinSession } from "../../src/node/index.js";
 import { generateReleaseKeyPair } from "../../src/release/keys.js";
 import { signReleaseDirectory } from "../../src/release/manifest.js";
-import { COMMANDS, EXIT_CODE_TABLE, exitCodeForCode, runCli } from "../../src/cli/run.js";
+import { COMMANDS, EXIT_CODE_TABLE, exitCodeForCode } from "../../src/cli/run.js";
 import { COMMON_FLAGS } from "../../src/cli/args.js";
 import { demoInventory, startHarness, type Harness } from "../node/harness.js";
 import { insertJoinRow } from "../reference-server/helpers.js";
+import { cli, type Run } from "./run-cli.js";
 import { startMirroredRelease, type MirroredRelease } from "../release/helpers/mirrored-release.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-  /** stdout parsed as the one JSON document it must be. */
-  json: any;
-}
-
-/** Runs the CLI in-process, as a script would (no TTY unless asked). */
-async function cli(
-  args: string[],
-  options: {
-    env?: Record<string, string>;
-    signal?: AbortSignal;
-    isTTY?: boolean;
-    /** Sees each write to stderr as it happens. */
-    onStderr?: (text: string) => unknown;
-  } = {},
-): Promise<Run> {
-  let stdout = "";
-  let stderr = "";
-  const code = await runCli(args, {
-    stdout: { write: (t: string) => (stdout += t) },
-    stderr: {
-      write: (t: string) => {
-        stderr += t;
-        options.onStderr?.(t);
-      },
-    },
-    env: options.env ?? {},
-    isTTY: options.isTTY ?? false,
-    ...(options.signal ? { signal: options.signal } : {}),
-  });
-  let json: unknown;
-  if (args.includes("--json")) json = JSON.parse(stdout); // throws unless stdout is exactly one document
-  return { code, stdout, stderr, json };
-}
 
 let tmp: string;
 beforeAll(() => {

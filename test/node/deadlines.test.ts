@@ -22,6 +22,7 @@ import {
 } from "../../src/node/registration.js";
 import {
   badJson,
+  bound,
   drip,
   problem,
   reset,
@@ -206,7 +207,7 @@ describe("a busy join code (KE1 answered 503 JOIN_CODE_BUSY or 429)", () => {
   });
 
   it("any other refusal of KE3 is not retried (the code was proven; the refusal is the answer)", async () => {
-    listener.behave["code-check"] = () => problem(409, "RELEASE_MISMATCH");
+    listener.behave["code-check"] = bound(problem(409, "RELEASE_MISMATCH"));
     const { error } = await outcome(() => checkJoinCode({ url: listener.url, release: "0.6.0", timeoutMs: 10_000 }));
     expect(error).toMatchObject({ code: "RELEASE_MISMATCH" });
     expect(listener.calls.pake).toBe(1);

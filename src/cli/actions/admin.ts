@@ -17,7 +17,7 @@ import type { Approval, Assignment, NodeJoin } from "../../types.js";
 import { CliError, numberFlag, stringFlag, type ParsedArgs, type CommandAction, type CommandSpec } from "../args.js";
 import { readJsonFile, readTextFile } from "../files.js";
 import { fingerprintLines, table } from "../output.js";
-import type { Style } from "../style.js";
+import { printable, printableView, type Style } from "../style.js";
 import { isJoinState, JOIN_STATES } from "../../core/join-states.js";
 import {
   adminMint,
@@ -46,7 +46,9 @@ async function clientOf(args: ParsedArgs, command: CommandSpec): Promise<AdminCl
   return createAdminClient({ baseUrl, token, timeoutMs: CALL_TIMEOUT_MS });
 }
 
-function joinLines(join: NodeJoin, style: Style): string[] {
+/** The lines of one join, for a person: every string of it is a registrant's or the founder's, made printable. */
+function joinLines(unsafeJoin: NodeJoin, style: Style): string[] {
+  const join = printableView(unsafeJoin);
   const lines = [
     `${style.bold(join.id)}  ${style.state(join.state)}${join.stalled ? style.yellow(" (stalled)") : ""}`,
     `  pairing code   ${join.pairingCode}`,
@@ -91,14 +93,14 @@ export const runAdminMint: CommandAction = async (ctx, args) => {
       secret: ["code", "url"],
       notice: "code and url are secret and shown only now; they are not stored anywhere",
     },
-    [
-      `minted join code ${minted.joinCode.id} (selector ${minted.joinCode.selector}), expires ${minted.joinCode.expiresAt}`,
-      `  endpoint  ${minted.endpoint}`,
+    ((shown) => [
+      `minted join code ${shown.joinCode.id} (selector ${shown.joinCode.selector}), expires ${shown.joinCode.expiresAt}`,
+      `  endpoint  ${shown.endpoint}`,
       "",
       `  ${ctx.out.style.yellow(ctx.out.style.bold("SECRET, shown only now:"))}`,
-      `  code      ${minted.code}`,
-      `  url       ${minted.url}`,
-    ],
+      `  code      ${shown.code}`,
+      `  url       ${shown.url}`,
+    ])(printableView({ joinCode: minted.joinCode, endpoint: minted.endpoint, code: minted.code, url: minted.url })),
   );
 };
 
@@ -129,7 +131,8 @@ export const runAdminCodes: CommandAction = async (ctx, args) => {
 export const runAdminRevoke: CommandAction = async (ctx, args) => {
   const client = await clientOf(args, adminRevoke);
   const code = await client.revokeJoinCode(args.positionals[0]!, { signal: ctx.signal });
-  ctx.out.result(code, `revoked ${code.id} (selector ${code.selector}): ${code.state}`);
+  const shown = printableView(code);
+  ctx.out.result(code, `revoked ${shown.id} (selector ${shown.selector}): ${shown.state}`);
 };
 
 /** Runs `admin joins`. */
@@ -176,7 +179,7 @@ export const runAdminJoins: CommandAction = async (ctx, args) => {
   );
   // A machine whose clock is off joins all the same (docs/protocol.md#founder-time); the
   // operator is told, on stderr so a --json document stays whole.
-  for (const j of items) {
+  for (const j of printableView(items)) {
     const clock = clockWarning(j.inventory?.clock);
     if (clock) ctx.out.warn(`${j.id}${j.hostname ? ` (${j.hostname})` : ""}: ${clock}`);
   }
@@ -205,9 +208,11 @@ export const runAdminApprove: CommandAction = async (ctx, args) => {
       // a malformed code on the server never matches
     }
     if (actual !== wanted) {
+      // The founder's code is never repeated: shown here, it would be the one to copy, and the
+      // check would prove nothing. The machine shows its own code; that is the one to compare.
       throw new JoinProtocolError(
         "PAIRING_MISMATCH",
-        `the join ${joinId} shows pairing code ${join.pairingCode}, not ${formatPairingCode(wanted)}: not approved; this may not be the machine in front of you`,
+        `the pairing code given, ${formatPairingCode(wanted)}, does not match join ${printable(joinId)}: not approved. Read the code again on the machine's own screen (register shows it in a box; status --identity DIR prints it) and compare; if it still differs, this join may not be the machine in front of you.`,
       );
     }
   }

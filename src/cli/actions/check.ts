@@ -13,6 +13,7 @@ import { stringFlag, type CommandAction } from "../args.js";
 import { joinTargetOf } from "../joiner.js";
 import { clockLine, fingerprintLines } from "../output.js";
 import { check } from "../commands/check.js";
+import { printableView } from "../style.js";
 
 /** Runs `check`. */
 export const runCheck: CommandAction = async (ctx, args) => {
@@ -24,15 +25,16 @@ export const runCheck: CommandAction = async (ctx, args) => {
     selfUpgrade: args.values["self-upgrade"] === true,
     signal: ctx.signal,
   });
+  const shown = printableView({ ...result });
   const lines = [
-    `${ctx.out.style.green("ok:")} the join listener at ${result.endpoint} proved the code`,
-    ...fingerprintLines("  cluster CA", result.caFingerprint, 19),
-    `  cluster release  ${result.clusterRelease}`,
-    `  code expires     ${result.expiresAt}`,
+    `${ctx.out.style.green("ok:")} the join listener at ${shown.endpoint} proved the code`,
+    ...fingerprintLines("  cluster CA", shown.caFingerprint, 19),
+    `  cluster release  ${shown.clusterRelease}`,
+    `  code expires     ${shown.expiresAt}`,
   ];
-  if (result.upgrade) {
+  if (shown.upgrade) {
     lines.push(
-      `  upgrade          ${result.upgrade.from} → ${result.upgrade.to} (${result.upgrade.source ? `from ${result.upgrade.source}` : result.upgrade.served ? "served by the founder" : "no source named"})`,
+      `  upgrade          ${shown.upgrade.from} → ${shown.upgrade.to} (${shown.upgrade.source ? `from ${shown.upgrade.source}` : shown.upgrade.served ? "served by the founder" : "no source named"})`,
     );
   }
   ctx.out.result(

@@ -33,9 +33,10 @@ import { downloadUpgrade, SAFE_RELEASE, joinTargetOf, trustedKeysOf } from "../j
 import { clockLine, fingerprintLines, pairingBanner } from "../output.js";
 import { stateReporter, waitForState } from "../watch.js";
 import { register } from "../commands/register.js";
+import { printable } from "../style.js";
 
 /** The registration view as printed: the delivery is summarised elsewhere, never dumped. */
-function printable(registration: Registration): Omit<Registration, "delivery"> {
+function withoutDelivery(registration: Registration): Omit<Registration, "delivery"> {
   const { delivery: _delivery, ...rest } = registration;
   return rest;
 }
@@ -72,11 +73,11 @@ async function inventoryOf(
 /** What a person at the machine reads after registering: where, the cluster CA, the pairing code. */
 function announce(ctx: CommandContext, result: RegisterResult): void {
   ctx.out.say(
-    `${result.created ? "registered" : "already registered"} with the cluster at ${result.session.endpoint} as ${result.session.joinId}`,
+    `${result.created ? "registered" : "already registered"} with the cluster at ${result.session.endpoint} as ${printable(result.session.joinId)}`,
   );
   for (const line of fingerprintLines("cluster CA", result.session.caFingerprint)) ctx.out.say(line);
   ctx.out.say("");
-  for (const line of pairingBanner(result.registration.pairingCode, ctx.out.style)) ctx.out.say(`  ${line}`);
+  for (const line of pairingBanner(printable(result.registration.pairingCode), ctx.out.style)) ctx.out.say(`  ${line}`);
   ctx.out.say("");
   if (clockIsOff(result.clockOffsetMs / 1000)) ctx.out.warn(clockLine(result.clockOffsetMs));
 }
@@ -119,7 +120,7 @@ function registerDocument(o: {
         }
       : {}),
     ...(delivery ? { delivery: { dir: delivery.dir, files: delivery.files } } : {}),
-    registration: printable(registration),
+    registration: withoutDelivery(registration),
   };
 }
 
@@ -231,7 +232,9 @@ export const runRegister: CommandAction = async (ctx, args) => {
   } else if (registration.delivery) {
     // Registering again while delivering answers the delivery: keep it, as a wait would.
     delivery = await writeDelivery(join(dir, IDENTITY_FILES.delivery), registration.delivery);
-    ctx.out.say(`delivery for ${registration.delivery.nodeId} written to ${join(dir, IDENTITY_FILES.delivery)} (0600)`);
+    ctx.out.say(
+      `delivery for ${printable(registration.delivery.nodeId)} written to ${join(dir, IDENTITY_FILES.delivery)} (0600)`,
+    );
   }
 
   const document = registerDocument({

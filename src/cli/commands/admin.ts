@@ -100,7 +100,8 @@ export const adminApprove: CommandSpec = {
   details: [
     "Approve only the machine whose console shows the same pairing code. With --pairing-code,",
     "the approval is refused (exit 10, PAIRING_MISMATCH) unless the join's pairing code is that",
-    "one, so a script can carry what the person at the machine read out.",
+    "one, so a script can carry what the person at the machine read out. The refusal never",
+    "shows the join's code (it would be the one to copy): read it again on the machine's screen.",
     "Refused assignments exit 13 with each problem at its field (error.errors).",
   ].join("\n"),
   positionals: [{ name: "JOIN_ID", description: "the join (nj-…)" }],
