@@ -10,6 +10,7 @@ import type { JoinSession } from "../node/join-session.js";
 import { reportProgress } from "../node/registration.js";
 import { downloadRelease } from "../node/self-upgrade.js";
 import type { DownloadedRelease, DownloadReleaseOptions, ReleaseProgress } from "../release/download/index.js";
+import { StratumApiError, StratumError } from "../errors/index.js";
 import type { Registration } from "../types.js";
 import { CliError, listFlag, stringFlag, type CommandContext, type CommandSpec, type ParsedArgs } from "./args.js";
 import { readTextFile } from "./files.js";
@@ -35,6 +36,30 @@ export function joinTargetOf(args: ParsedArgs, command: CommandSpec): JoinTarget
       command: command.path.join(" "),
     });
   return { url };
+}
+
+/**
+ * The `onRetry` of `register` and `check`: one warning per wait, saying why (the founder busy,
+ * or the listener unreachable) and for how long, so a person sees the machine is not stuck.
+ */
+export function retryNotice(ctx: CommandContext): (error: StratumError, delayMs: number) => void {
+  return (error, delayMs) => {
+    const seconds = Math.max(1, Math.ceil(delayMs / 1000));
+    const why = error instanceof StratumApiError ? "is busy" : "cannot be reached";
+    ctx.out.warn(`the join listener ${why} (${printable(causeOf(error))}); trying again in ${seconds} s`);
+  };
+}
+
+/** The transport's reason for a person: `ECONNREFUSED`, `503 UPGRADE_IN_PROGRESS`, `TIMEOUT`. */
+export function causeOf(error: unknown): string {
+  if (error instanceof StratumApiError) return `${error.status} ${error.code}`;
+  let current: unknown = error;
+  for (let depth = 0; depth < 8 && typeof current === "object" && current !== null; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === "string" && /^(E[A-Z]+|UND_ERR_[A-Z_]+)$/.test(code)) return code;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return StratumError.is(error) ? error.code : "error";
 }
 
 /** The trusted release keys of `--trusted-key FILE` (PEM), read from disk. */

@@ -22,7 +22,7 @@ import { watchRegistration } from "../node/registration.js";
 import type { JoinState, Registration } from "../types.js";
 import type { CommandContext } from "./args.js";
 import { IDENTITY_FILES } from "./files.js";
-import { describeState } from "./joiner.js";
+import { causeOf, describeState } from "./joiner.js";
 import { printable } from "./style.js";
 
 // Between attempts while the listener is down: at least a second (so the countdown a person
@@ -40,18 +40,6 @@ export function stateReporter(ctx: CommandContext): (view: Registration) => void
     const style = ctx.out.style;
     ctx.out.say(`${style.dim(new Date().toISOString().slice(11, 19))}  ${describeState(view, style)}`);
   };
-}
-
-/** The transport's reason for a person: `ECONNREFUSED`, `503 UPGRADE_IN_PROGRESS`, `TIMEOUT`. */
-function causeOf(error: unknown): string {
-  if (error instanceof StratumApiError) return `${error.status} ${error.code}`;
-  let current: unknown = error;
-  for (let depth = 0; depth < 8 && typeof current === "object" && current !== null; depth++) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === "string" && /^(E[A-Z]+|UND_ERR_[A-Z_]+)$/.test(code)) return code;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return StratumError.is(error) ? error.code : "error";
 }
 
 /** The outage line: drawn and counted down on a terminal, plain lines elsewhere, and the "reconnected" line after. */

@@ -42,7 +42,12 @@ export type ListenerCertificateCheck =
   /** The leaf's SANs do not name the dialled host or IP. */
   | "name"
   /** The leaf lacks the listener role (URI SAN `urn:stratum:join-listener`). */
-  | "role";
+  | "role"
+  /**
+   * On a later connection: the leaf is neither the one the join proved (its key) nor one the
+   * CA issued since (a reissue), but an older leaf of the cluster's CA.
+   */
+  | "pinned";
 
 /**
  * The join protocol could not go on safely: the listener is not who it claims, the channel

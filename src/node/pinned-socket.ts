@@ -13,7 +13,7 @@ import { isIP, type OnReadOpts } from "node:net";
 import * as tls from "node:tls";
 import { JoinProtocolError, NetworkError, StratumError, TimeoutError } from "../errors/index.js";
 import type { MachineIdentity } from "./identity.js";
-import { verifyPinnedListener } from "./pki.js";
+import { verifyPinnedListener, type ListenerPin } from "./pki.js";
 
 /** RFC 9266 `tls-exporter` channel binding label; 32 bytes, as docs/protocol.md#binding-transcript fixes. */
 const EXPORTER_LABEL = "EXPORTER-Channel-Binding";
@@ -79,12 +79,23 @@ export interface OpenPinnedConnectionOptions {
    * the founder's time, or at this machine's own clock should it have been fixed since.
    */
   clockOffsetMs?: number | undefined;
+  /**
+   * With `ca`: the listener leaf the PAKE proved (the join session's). Its key is taken, or a
+   * leaf the CA issued no earlier; an older leaf of the CA is refused (`check` `pinned`).
+   */
+  listenerPin?: ListenerPin | undefined;
   /** SNI to send; default: `host` when it is a name (never an IP literal, RFC 6066). */
   servername?: string;
   /** Aborts the connection attempt; the abort is re-thrown as is. */
   signal?: AbortSignal;
   /** Time allowed for TCP + TLS (default 10 s); then `TimeoutError`. */
   connectTimeoutMs?: number;
+}
+
+/** A socket error that says the peer cut the connection, not that it refused the handshake. */
+function cutOff(error: Error): boolean {
+  const code = (error as NodeJS.ErrnoException).code;
+  return code === "ECONNRESET" || code === "EPIPE";
 }
 
 /** `host` without the brackets of an IPv6 literal. */
@@ -147,15 +158,21 @@ export function connectPinnedSocket(options: OpenPinnedConnectionOptions, onread
     signal?.addEventListener("abort", onAbort, { once: true });
     const onError = (error: Error): void =>
       fail(
-        tcpConnected
+        // A handshake the peer cut (reset, closed: a listener restarting) is the network's
+        // failure, tried again like a refused connection; an alert or a protocol error is TLS's.
+        tcpConnected && !cutOff(error)
           ? new JoinProtocolError(
               "TLS_FAILED",
               `TLS 1.3 handshake with ${options.host}:${options.port} failed: ${error.message}`,
               { cause: error },
             )
-          : new NetworkError(`cannot connect to ${options.host}:${options.port}: ${error.message}`, { cause: error }),
+          : new NetworkError(
+              `${tcpConnected ? "the TLS handshake with" : "cannot connect to"} ${options.host}:${options.port} ${tcpConnected ? "was cut" : "failed"}: ${error.message}`,
+              { cause: error },
+            ),
       );
-    const onClose = (): void => onError(new Error("the connection closed during the handshake"));
+    const onClose = (): void =>
+      onError(Object.assign(new Error("the connection closed during the handshake"), { code: "ECONNRESET" }));
     const cleanup = (): void => {
       settled = true;
       clearTimeout(timer);
@@ -185,6 +202,7 @@ export function connectPinnedSocket(options: OpenPinnedConnectionOptions, onread
             caDer: options.ca,
             dialledHost: host,
             clockOffsetMs: options.clockOffsetMs,
+            pin: options.listenerPin,
             openSslError: socket.authorized ? undefined : String(socket.authorizationError),
           });
         }

@@ -6,7 +6,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { generateJoinCode, parseJoinCode } from "../../src/core/join-code.js";
 import { createMachineIdentity, registerMachine, type RegisterResult } from "../../src/node/index.js";
-import type { StratumApiError } from "../../src/errors/index.js";
 import {
   TestJoiner,
   admin,
@@ -74,7 +73,7 @@ describe("a batch of machines with one code", () => {
           // slower than 64 machines of their own.
           timeoutMs: 600_000,
           connectTimeoutMs: 300_000,
-          onRetry: (error: StratumApiError) => {
+          onRetry: (error) => {
             waits.push(error.code);
             refused.add(i);
           },

@@ -10,7 +10,7 @@
 import { clockIsOff } from "../../core/clock.js";
 import { checkJoinCode } from "../../node/joiner.js";
 import { stringFlag, type CommandAction } from "../args.js";
-import { joinTargetOf } from "../joiner.js";
+import { joinTargetOf, retryNotice } from "../joiner.js";
 import { clockLine, fingerprintLines } from "../output.js";
 import { check } from "../commands/check.js";
 import { printableView } from "../style.js";
@@ -24,6 +24,7 @@ export const runCheck: CommandAction = async (ctx, args) => {
     release,
     selfUpgrade: args.values["self-upgrade"] === true,
     signal: ctx.signal,
+    onRetry: retryNotice(ctx),
   });
   const shown = printableView({ ...result });
   const lines = [

@@ -29,7 +29,7 @@ import {
   type CommandAction,
 } from "../args.js";
 import { IDENTITY_FILES, openIdentityDir, readJsonFile, readTextFile, saveSession } from "../files.js";
-import { downloadUpgrade, SAFE_RELEASE, joinTargetOf, trustedKeysOf } from "../joiner.js";
+import { downloadUpgrade, retryNotice, SAFE_RELEASE, joinTargetOf, trustedKeysOf } from "../joiner.js";
 import { clockLine, fingerprintLines, pairingBanner } from "../output.js";
 import { stateReporter, waitForState } from "../watch.js";
 import { register } from "../commands/register.js";
@@ -185,6 +185,7 @@ export const runRegister: CommandAction = async (ctx, args) => {
       : {}),
     ...(inventory ? { inventory } : {}),
     signal: ctx.signal,
+    onRetry: retryNotice(ctx),
   };
   let result = await registerMachine({ ...details, release });
   let sessionFile = await saveSession(dir, result.session);
