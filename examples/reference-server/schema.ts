@@ -44,6 +44,12 @@ export const MIGRATIONS: readonly string[] = [
     seq INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, actor TEXT NOT NULL,
     action TEXT NOT NULL, target TEXT NOT NULL, details TEXT NOT NULL);
   `,
+  // Who a code's counted attempts came from, so the operator sees who burned it.
+  `
+  CREATE TABLE join_code_attempts (
+    code_id TEXT NOT NULL REFERENCES join_codes(id), source TEXT NOT NULL,
+    attempts INTEGER NOT NULL, last_at INTEGER NOT NULL, PRIMARY KEY (code_id, source));
+  `,
 ];
 
 /** A JSON column's value: the JSON text, or NULL for none. */

@@ -23,7 +23,9 @@ let code: JoinCode;
 beforeAll(async () => {
   // Short, so a test can see a session expire; long enough for a joiner's Argon2 through a
   // relay on a machine shared with other work.
-  h = await startHarness({ timing: { pakeSessionMs: 4000 } });
+  // The founder-wide rate of live KE2s is raised: these attacks each spend a few, and one holds
+  // a code's whole budget (the rate itself: test/reference-server/live-rate.test.ts).
+  h = await startHarness({ timing: { pakeSessionMs: 4000 }, limits: { liveKe2Burst: 1_000 } });
   const minted = await h.admin.mintJoinCode({ endpoint: h.server.joinEndpoint });
   url = minted.url;
   code = parseJoinUrl(url).code;

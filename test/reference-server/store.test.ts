@@ -6,6 +6,7 @@ import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { MIGRATIONS } from "../../examples/reference-server/schema.js";
 import { readPragma } from "../../examples/reference-server/sqlite.js";
 import { Store } from "../../examples/reference-server/store.js";
 
@@ -25,7 +26,7 @@ describe("the store's engine", () => {
       expect(readPragma(store.db, "synchronous")).toBe(2);
       expect(readPragma(store.db, "secure_delete")).toBe(1);
       expect(readPragma(store.db, "foreign_keys")).toBe(1);
-      expect(readPragma(store.db, "user_version")).toBe(1);
+      expect(readPragma(store.db, "user_version")).toBe(MIGRATIONS.length);
       expect(statSync(path).mode & 0o777).toBe(0o600);
     } finally {
       store.close();

@@ -13,7 +13,7 @@ import { createAdminClient, type AdminClient } from "../../admin/index.js";
 import { clockWarning } from "../../core/clock.js";
 import { parsePairingCode, formatPairingCode } from "../../core/pairing.js";
 import { JoinProtocolError } from "../../errors/index.js";
-import type { Approval, Assignment, NodeJoin } from "../../types.js";
+import type { Approval, Assignment, JoinCodeInfo, NodeJoin } from "../../types.js";
 import { CliError, numberFlag, stringFlag, type ParsedArgs, type CommandAction, type CommandSpec } from "../args.js";
 import { readJsonFile, readTextFile } from "../files.js";
 import { fingerprintLines, table } from "../output.js";
@@ -112,20 +112,37 @@ export const runAdminCodes: CommandAction = async (ctx, args) => {
     list,
     list.items.length === 0
       ? "no join codes"
-      : table(
-          ["ID", "SELECTOR", "STATE", "ENDPOINT", "ATTEMPTS", "REGISTRATIONS", "EXPIRES"],
-          list.items.map((c) => [
-            c.id,
-            c.selector,
-            c.state,
-            c.endpoint,
-            String(c.attempts ?? 0),
-            String(c.registrations ?? 0),
-            c.expiresAt,
-          ]),
-        ),
+      : [
+          ...table(
+            ["ID", "SELECTOR", "STATE", "ENDPOINT", "ATTEMPTS", "REGISTRATIONS", "EXPIRES"],
+            list.items.map((c) => [
+              c.id,
+              c.selector,
+              c.revokedBy === "system:too-many-attempts" ? "burned" : c.state,
+              c.endpoint,
+              String(c.attempts ?? 0),
+              String(c.registrations ?? 0),
+              c.expiresAt,
+            ]),
+          ),
+          ...attemptLines(list.items),
+        ],
   );
 };
+
+/**
+ * Where the attempts of each code that has some came from: who is guessing at it, or burned
+ * it (docs/protocol.md#attempts), so the operator can look at those addresses.
+ */
+function attemptLines(codes: readonly JoinCodeInfo[]): string[] {
+  const lines = printableView(codes)
+    .filter((c) => (c.attemptSources?.length ?? 0) > 0)
+    .map((c) => {
+      const from = c.attemptSources!.map((s) => `${s.source} (${s.attempts}, last ${s.lastAttemptAt})`).join(", ");
+      return `  ${c.id}: ${c.attempts ?? 0} attempts that did not prove it, from ${from}`;
+    });
+  return lines.length > 0 ? ["", "attempts:", ...lines] : [];
+}
 
 /** Runs `admin revoke`. */
 export const runAdminRevoke: CommandAction = async (ctx, args) => {
