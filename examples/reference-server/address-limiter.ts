@@ -17,7 +17,7 @@ export class AddressLimiter {
    * Records a call of `kind` from `address` unless `max` calls were made in the last
    * `windowMs`; returns the seconds until one more is allowed when it is refused.
    */
-  hit(address: string, kind: string, max: number, windowMs: number, now = Date.now()): number | undefined {
+  hit(address: string, kind: string, max: number, windowMs: number, now: number = Date.now()): number | undefined {
     const key = `${kind} ${address}`;
     const recent = (this.#hits.get(key) ?? []).filter((t) => t > now - windowMs);
     if (recent.length >= max) {
@@ -27,6 +27,13 @@ export class AddressLimiter {
     recent.push(now);
     this.#hits.set(key, recent);
     return undefined;
+  }
+
+  /** Takes back the call of `kind` from `address` recorded at `at` (a call that turned out to cost nothing). */
+  forget(address: string, kind: string, at: number): void {
+    const hits = this.#hits.get(`${kind} ${address}`);
+    const i = hits?.lastIndexOf(at) ?? -1;
+    if (i >= 0) hits!.splice(i, 1);
   }
 
   /** Forgets windows that have passed. */

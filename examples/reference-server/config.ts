@@ -25,7 +25,7 @@ export interface Limits {
    * most this many at once that have not been proven yet. Default 5.
    */
   liveKe2Burst: number;
-  /** How fast that budget refills, KE2s per minute (a proven exchange gives its own back at once). Default 6. */
+  /** How fast that budget refills, KE2s per minute (a proven exchange gives its own back at once). Default 10. */
   liveKe2PerMinute: number;
   /** IPv6 sources are counted per prefix of this length (a /64 is one site's). Default 64. */
   ipv6PrefixLength: number;
@@ -78,7 +78,7 @@ export const DEFAULT_LIMITS: Limits = {
   perAddressRegistrations: 20,
   maxAttempts: 10,
   liveKe2Burst: 5,
-  liveKe2PerMinute: 6,
+  liveKe2PerMinute: 10,
   ipv6PrefixLength: 64,
   releaseFilesAtOnce: 3,
   bodyBytes: 1024 * 1024,

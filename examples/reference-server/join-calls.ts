@@ -37,8 +37,8 @@ export interface JoinCallsOptions {
   kickRunner: () => void;
   /** The client key's fingerprint; 401 for a client that sent no certificate. */
   clientKey: (ctx: RequestContext) => string;
-  /** Counts a call against the per-address limit; 429 past it. */
-  limitCalls: (ctx: RequestContext) => void;
+  /** Counts a call against the per-source limit (429 past it); returns what takes the count back. */
+  limitCalls: (ctx: RequestContext) => () => void;
   /** Where a call comes from as the limits count it: an address, or an IPv6 prefix. */
   source: (ctx: RequestContext) => string;
   /** A JSON body of at most `maxBytes`, or 400 when there is none. */

@@ -109,6 +109,7 @@ export class JoinListener {
           `${new Date().toISOString()} join listener could not count attempts yet: ${error instanceof Error ? error.message : "unknown error"}`,
         ),
       onProvenLive: () => liveRate.refund(),
+      onUnprovenLive: () => liveRate.spend(),
     });
     this.#pake = new PakeSteps({
       cluster: options.cluster,
@@ -309,19 +310,18 @@ export class JoinListener {
     return sourceOf(peerAddress(ctx.req.socket), this.#o.limits.ipv6PrefixLength);
   }
 
-  #limitCalls(ctx: RequestContext): void {
+  /** Counts a call against its source's limit (429 past it); returns what takes the count back. */
+  #limitCalls(ctx: RequestContext): () => void {
     const { limits } = this.#o;
-    const retry = this.#limiter.hit(
-      this.#source(ctx),
-      "call",
-      limits.perAddressCalls,
-      limits.perAddressWindowSeconds * 1000,
-    );
+    const source = this.#source(ctx);
+    const at = Date.now();
+    const retry = this.#limiter.hit(source, "call", limits.perAddressCalls, limits.perAddressWindowSeconds * 1000, at);
     if (retry !== undefined)
       throw new HttpProblem(429, "RATE_LIMITED", {
         detail: "Too many calls from this address.",
         headers: { "Retry-After": String(retry) },
       });
+    return () => this.#limiter.forget(source, "call", at);
   }
 
   /** A JSON body of at most `maxBytes` (what the route carries), within the listener's total in flight. */
@@ -359,10 +359,17 @@ export class JoinListener {
     const router = new Router();
     router.add("POST", "/v1/join/pake", async (ctx) => {
       const keyFingerprint = this.#clientKey(ctx);
-      this.#limitCalls(ctx);
+      const uncount = this.#limitCalls(ctx);
       o.cluster.assertNotUpgrading();
       const body = parseBody(PakeStartSchema, await this.#requiredBody(ctx, o.limits.pakeBodyBytes));
-      await this.#pake.start(ctx, keyFingerprint, this.#source(ctx), body);
+      try {
+        await this.#pake.start(ctx, keyFingerprint, this.#source(ctx), body);
+      } catch (error) {
+        // A KE1 told to wait cost nothing: machines behind one address that wait as told are
+        // not rate limited for it (each retry would count otherwise).
+        if (error instanceof HttpProblem && error.code === "JOIN_CODE_BUSY") uncount();
+        throw error;
+      }
     });
     const calls: JoinCallsOptions = {
       cluster: o.cluster,

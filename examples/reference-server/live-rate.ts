@@ -28,6 +28,8 @@ export class LiveKe2Rate {
   #level: number;
   #at: number;
   #spent = false;
+  /** Tokens taken by exchanges that have not ended yet: they may come back any moment, proven. */
+  #pending = 0;
 
   constructor(options: LiveRateOptions, now = Date.now()) {
     this.#o = options;
@@ -57,6 +59,7 @@ export class LiveKe2Rate {
   take(now = Date.now()): boolean {
     if (!this.hasToken(now)) return false;
     this.#level -= 1;
+    this.#pending += 1;
     return true;
   }
 
@@ -64,12 +67,22 @@ export class LiveKe2Rate {
   refund(now = Date.now()): void {
     this.#refill(now);
     this.#level = Math.min(this.#o.burst, this.#level + 1);
+    this.#pending = Math.max(0, this.#pending - 1);
   }
 
-  /** Whole seconds until a token is back (at least 1). */
+  /** An exchange that took a token ended unproven: the token stays spent, the refill brings it back. */
+  spend(): void {
+    this.#pending = Math.max(0, this.#pending - 1);
+  }
+
+  /**
+   * Whole seconds a refused KE1 should wait, before the spread every busy answer gets: none
+   * while exchanges that took a token are still going (a proven one gives it back within a
+   * joiner's Argon2), else until the refill brings one.
+   */
   secondsUntilToken(now = Date.now()): number {
     this.#refill(now);
-    if (this.#level >= 1) return 1;
+    if (this.#level >= 1 || this.#pending > 0) return 0;
     return Math.max(1, Math.ceil(((1 - this.#level) / this.#o.perMinute) * 60));
   }
 }

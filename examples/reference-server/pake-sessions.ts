@@ -82,6 +82,8 @@ export interface PakeSessionsOptions {
   onWriteError: (error: unknown) => void;
   /** Told when an exchange of a code live at its KE1 ends proven (it gives its share of the live rate back). */
   onProvenLive?: () => void;
+  /** Told when an exchange of a code live at its KE1 ends unproven (its share stays spent). */
+  onUnprovenLive?: () => void;
 }
 
 /** How many ends `bySource` holds in all. */
@@ -163,6 +165,7 @@ export class PakeSessions {
       this.#o.onProvenLive?.();
       return;
     }
+    this.#o.onUnprovenLive?.();
     const codeId = session.budget.key;
     let bySource = this.#unwritten.get(codeId);
     if (!bySource) this.#unwritten.set(codeId, (bySource = new Map()));

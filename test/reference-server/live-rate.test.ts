@@ -36,19 +36,30 @@ describe("the founder-wide rate of live KE2s", () => {
     const answers: number[] = [];
     for (const g of guessers) answers.push((await g.pake(wrong)).response.status);
     expect(answers).toEqual([200, 200, 200, 503]);
+    // While the three are still going, a share may come back any moment (proven): a short wait.
     const spent = await TestJoiner.create(t.server);
     const busy = await spent.pake(wrong);
     expect(busy.response.json).toMatchObject({ code: "JOIN_CODE_BUSY" });
-    // The wait is the refill's (a token each 10 s at 6 a minute), spread by a second or two.
-    expect(Number(busy.response.headers["retry-after"])).toBeGreaterThanOrEqual(10);
+    expect(Number(busy.response.headers["retry-after"])).toBeLessThanOrEqual(3);
     // A selector that names no code is told the same.
     const unknown = SELECTORS.find((s) => s !== minted.joinCode.selector)!;
     const identity = await createMachineIdentity();
     const raw = await RawConnection.open({ host: "127.0.0.1", port: t.server.joinPort, identity });
-    expect((await raw.ke1s([unknown], await anyKe1())).map((a) => a.status)).toEqual([503]);
-    raw.close();
+    const ke1 = await anyKe1();
+    expect((await raw.ke1s([unknown], ke1)).map((a) => a.status)).toEqual([503]);
     expect(t.logs.some((l) => l.includes("the founder-wide rate of KE2s for live codes is spent"))).toBe(true);
-    await Promise.all([...guessers, spent].map((g) => g.close()));
+    // They end unproven: their shares stay spent, and the wait is the refill's (a share each 10 s
+    // at 6 a minute), spread by a second or two; for a live selector or not.
+    await Promise.all(guessers.map((g) => g.close()));
+    await eventually(async () => ((await codes(t!))[0]?.attempts === 3 ? true : undefined));
+    const later = await spent.pake(wrong);
+    expect(later.response.status).toBe(503);
+    expect(Number(later.response.headers["retry-after"])).toBeGreaterThanOrEqual(10);
+    const unknownLater = await raw.ke1s([unknown], ke1);
+    expect(unknownLater.map((a) => a.status)).toEqual([503]);
+    expect(unknownLater[0]!.retryAfter).toBeGreaterThanOrEqual(10);
+    raw.close();
+    await spent.close();
   });
 
   it("gives a proven exchange's share back at once: machines that know the code join one after another on a burst of 1", async () => {
@@ -60,6 +71,30 @@ describe("the founder-wide rate of live KE2s", () => {
       await joiner.close();
     }
     expect((await codes(t)).find((c) => c.id === minted.joinCode.id)).toMatchObject({ attempts: 0, state: "live" });
+  });
+});
+
+describe("a KE1 told to wait", () => {
+  it("does not count against its source's calls: machines behind one address are not rate limited for waiting", async () => {
+    t = await startTestServer({ limits: { liveKe2Burst: 1, liveKe2PerMinute: 600, perAddressCalls: 3 } });
+    const minted = await mint(t.server);
+    const wrong = sameSelectorOtherCode(minted.code);
+    const holder = await TestJoiner.create(t.server);
+    expect((await holder.pake(wrong)).response.status).toBe(200); // 1 of 3
+    const waiting = await TestJoiner.create(t.server);
+    for (let i = 0; i < 5; i++) expect((await waiting.pake(wrong)).response.status).toBe(503); // not counted
+    await holder.close(); // ends unproven; the refill (10 a second) brings its share back
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await waiting.pake(wrong)).response.status).toBe(200); // 2 of 3
+    await waiting.close();
+    await new Promise((r) => setTimeout(r, 300));
+    const last = await TestJoiner.create(t.server);
+    expect((await last.pake(wrong)).response.status).toBe(200); // 3 of 3
+    await last.close();
+    await new Promise((r) => setTimeout(r, 300));
+    const over = await TestJoiner.create(t.server);
+    expect((await over.pake(wrong)).response.json).toMatchObject({ code: "RATE_LIMITED" });
+    await over.close();
   });
 });
 
@@ -110,9 +145,9 @@ describe("a code-less sweep of every selector, with five live codes", () => {
     await eventually(async () => ((await codes(t!)).filter((c) => ids.has(c.id)).length === 5 ? true : undefined));
     const after = (await codes(t)).filter((c) => ids.has(c.id));
     const attempts = after.reduce((n, c) => n + (c.attempts ?? 0), 0);
-    // At most the burst and the refill over the sweep's time (5, and 6 a minute), not the 15
+    // At most the burst and the refill over the sweep's time (5, and 10 a minute), not the 15
     // that three passes give without the rate.
-    expect(attempts).toBeLessThanOrEqual(5 + Math.ceil(6 * minutes));
+    expect(attempts).toBeLessThanOrEqual(5 + Math.ceil(10 * minutes));
     expect(after.every((c) => c.state === "live")).toBe(true);
     // Each code with attempts names the sweep's addresses, and nothing of the batch.
     for (const code of after.filter((c) => c.attempts > 0)) {
