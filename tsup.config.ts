@@ -15,8 +15,16 @@ const publicEntries = {
 // root entry supports and in Node 20. That no Node built-in reaches a browser entry is checked
 // on the packed package (scripts/check-size.mjs, test/package/bundlers.test.ts), where it
 // matters: in the bundles users build.
+// The reference server (examples/reference-server) ships as the `stratum-join-reference-server`
+// bin: a founder a console team or an installer's author starts from the installed package.
+// What only it uses (libsql, its store's engine; yaml, for node.yaml) are optional dependencies:
+// the SDK's entries never load them.
 export default defineConfig({
-  entry: { ...publicEntries, "cli/main": "src/cli/main.ts" },
+  entry: {
+    ...publicEntries,
+    "cli/main": "src/cli/main.ts",
+    "reference-server/main": "examples/reference-server/main.ts",
+  },
   format: "esm",
   platform: "node",
   target: "es2022",
@@ -25,5 +33,5 @@ export default defineConfig({
   clean: true,
   splitting: true,
   treeshake: true,
-  external: ["msw", "openapi-msw"],
+  external: ["msw", "openapi-msw", "libsql", "yaml"],
 });

@@ -102,8 +102,8 @@ export interface paths {
         put?: never;
         /**
          * Register a machine to join the cluster (join listener only).
-         * @description Served only on the join listener (TLS, port 9444, open while a join code is live), never
-         *     on the API. No session: the proof of the code (the KE3 of a `POST /v1/join/pake` exchange
+         * @description Served only on the join listener (TLS, port 9444, open while a join code is live or a
+         *     registration is not final), never on the API. No session: the proof of the code (the KE3 of a `POST /v1/join/pake` exchange
          *     on this connection) authenticates the call, and the TLS client certificate is the
          *     machine's key, which every later call is pinned to.
          *
@@ -114,8 +114,11 @@ export interface paths {
          *     the cluster's release and its ISO path); a key whose registration was rejected (409
          *     `REGISTRATION_REJECTED`); more than 16 registrations waiting, or too many from one
          *     address (429 `RATE_LIMITED`); an upgrade in progress (503 `UPGRADE_IN_PROGRESS`, retry
-         *     later). The same key registering again gets its registration back (200). Nothing secret
-         *     is returned: the pairing code is derived from the key and the PAKE session.
+         *     later). The same key registering again gets its registration back (200), with the
+         *     pairing code it got at its creation; unless that registration expired: the key then gets
+         *     a new one (201, `pending` or `needs-upgrade`), since an expired join can never be
+         *     approved, and the expired one stays on the list as it was. Nothing secret is returned:
+         *     the pairing code is derived from the key and the PAKE session.
          */
         post: operations["registerJoin"];
         delete?: never;
@@ -237,7 +240,11 @@ export interface paths {
          *     Reusable until it expires (4 hours by default, at most 7 days) or is revoked. While any
          *     code is live, every control-plane member opens the join listener (TLS, port 9444, a
          *     cluster-CA certificate for its addresses and the API VIP); it closes when the last one
-         *     expires or is revoked. Audited (`cluster.join_code.minted`). Gates on `ha:MintJoinToken`.
+         *     expires or is revoked and no registration still needs it. A registration that is not
+         *     final (`joined`, `rejected`, `expired`) keeps it open: a machine registered with a code
+         *     that has since ended still reports its progress, watches its registration and receives
+         *     its delivery on it (a waiting join may be approved up to 24 hours after its code
+         *     expired). Audited (`cluster.join_code.minted`). Gates on `ha:MintJoinToken`.
          */
         post: operations["mintJoinCode"];
         delete?: never;
@@ -330,9 +337,13 @@ export interface paths {
          *     against the machine's inventory and the cluster; every problem is answered at its field
          *     (409 `JOIN_APPROVAL_REFUSED` with `errors`, e.g. `role`, `disks[1].confirm`,
          *     `links[0].interface`, `provider.vlan`); a body of the wrong shape is 400 `INVALID_INPUT`
-         *     with `errors`. Defaults: the name is the hostname; the role `hybrid`; the mgmt link the
-         *     NIC holding the address the machine registered from; a link's MTU the largest of the
-         *     cluster networks it carries; the provider uplink the cluster's. Links carrying storage or
+         *     with `errors`. Defaults: the name is the hostname, or when a member or another approved,
+         *     running or failed join has that name, the hostname with the first free number (`vm-2`,
+         *     `vm-3`: twins get distinct names); the role `hybrid`; the mgmt link the NIC holding the
+         *     address the machine registered from, and that address, unless a member, a VIP or another
+         *     approved, running or failed join holds it, when the machine's next address that is free
+         *     is taken instead; a link's MTU the largest of the cluster networks it carries; the
+         *     provider uplink the cluster's. A refusal of an address names what holds it. Links carrying storage or
          *     overlay without addresses get the next free host address of each of those networks
          *     (`addressesAllocated`). `copyFrom` copies a member's assignment, matching its NICs and
          *     disks on this machine by name, and says in `copyNotes` what it could not match.
@@ -362,8 +373,9 @@ export interface paths {
          * The assignment an approval would apply, without approving.
          * @description For a console that shows the operator what will be applied before it approves: the
          *     complete assignment an `approveNodeJoin` with the same body would apply now, defaults
-         *     filled in and addresses allocated, or the refusal it would get (the same 409
-         *     `JOIN_APPROVAL_REFUSED` with field `errors`, 409 `JOIN_STATE_CONFLICT`, 404 and 400). The
+         *     filled in and addresses allocated, or the refusal it would get: the assignment's (the
+         *     problem document of 409 `JOIN_APPROVAL_REFUSED`, with field `errors`) in the answer's
+         *     `refusal`, with 200; the request's own (409 `JOIN_STATE_CONFLICT`, 404, 400) as errors. The
          *     preview and the approval run the same check, so they cannot disagree; only a change
          *     between the two (another approval taking an address, a member joining) can make the
          *     approval differ. Nothing changes on the founder and nothing is audited. Gates on
@@ -387,8 +399,11 @@ export interface paths {
         put?: never;
         /**
          * Reject a machine, with a reason.
-         * @description A rejected machine's key is refused from then on (409 `REGISTRATION_REJECTED`). Any join
-         *     that has not started delivering can be rejected, `needs-upgrade` included. Audited
+         * @description A rejected machine's key is refused from then on (409 `REGISTRATION_REJECTED`). A join
+         *     that is not running or over can be rejected: `needs-upgrade`, `pending`, `approved` and
+         *     `failed` (a failed join holds its addresses and keeps the join listener open until it is
+         *     retried or rejected). A `delivering` or `installing` join is failed first
+         *     (`failNodeJoin`); any other state is 409 `JOIN_STATE_CONFLICT`. Audited
          *     (`cluster.join.rejected`). Gates on `ha:ApproveNodeJoin`.
          */
         post: operations["rejectNodeJoin"];
@@ -414,6 +429,30 @@ export interface paths {
          *     `ha:ApproveNodeJoin`.
          */
         post: operations["retryNodeJoin"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/cluster/joins/{joinId}/expire": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Expire a waiting machine now, freeing its waiting slot.
+         * @description A waiting join (`pending` or `needs-upgrade`) becomes `expired` now, as it would once
+         *     its code's grace ran out: for machines the cluster cannot take (it is full) that should
+         *     neither hold a waiting slot for a day nor be refused for good. Unlike a rejection, its
+         *     key may register again later with a live code. Any other state is 409
+         *     `JOIN_STATE_CONFLICT`. Audited (`cluster.join.expired`). Gates on `ha:ApproveNodeJoin`.
+         */
+        post: operations["expireNodeJoin"];
         delete?: never;
         options?: never;
         head?: never;
@@ -597,7 +636,7 @@ export interface components {
          *       "errors": [
          *         {
          *           "field": "disks[1].confirm",
-         *           "message": "nvme2n1 holds data (an ext4 filesystem); set confirm to its key to wipe it"
+         *           "message": "nvme2n1 holds data (an ext4 filesystem); to wipe it, confirm with its key"
          *         }
          *       ]
          *     }
@@ -938,7 +977,13 @@ export interface components {
              *     the client key; kept for the registration's whole life.
              */
             pairingCode: string;
-            /** @description What an approved join waits for. */
+            /**
+             * @description What the join waits for, as words that follow "waiting for": for an approved join,
+             *     its turn ("vm (nj-8w2k4m1p, delivering) to finish: one join runs at a time", saying
+             *     so when that join has gone silent; "the cluster upgrade to finish"); for a pending one
+             *     the cluster cannot take now, a place ("a free place: the cluster is full, ..."). Absent
+             *     for a pending join that only waits for an operator.
+             */
             waitReason?: string;
             /** @description Why it was rejected. */
             reason?: string;
@@ -981,18 +1026,25 @@ export interface components {
         /**
          * @description What an approved joiner receives when its turn comes, only over the channel pinned to its
          *     key: its node.yaml, built from the assignment, and the join bundle, with its transport
-         *     leaf issued for its node id.
+         *     leaf issued for its node id. A newer founder may add fields: a joiner keeps them (it
+         *     never drops what it does not know) and writes none without a home its installer names.
          */
         Delivery: {
             nodeId: string;
             nodeYaml: string;
             bundle: components["schemas"]["Bundle"];
+        } & {
+            [key: string]: unknown;
         };
         /** @enum {string} */
         NodeRole: "control-plane" | "hybrid" | "hypervisor" | "storage";
         /**
          * @description The join bundle: the cluster identity and secrets a joiner adopts, so that its
-         *     ClusterConfig matches the founder's.
+         *     ClusterConfig matches the founder's. A newer founder may add fields. A joiner keeps every
+         *     field it does not know (a field dropped by an older joiner's parser is how `networks` and
+         *     `labels` once went missing) and treats it as a secret: it reaches the installer, and is
+         *     written only where the installer says. Fields inside a public field (a member of `nodes`,
+         *     `vips`) are part of that field.
          */
         Bundle: {
             /**
@@ -1117,10 +1169,13 @@ export interface components {
              */
             membershipGeneration?: number;
             vips?: components["schemas"]["Vips"];
+        } & {
+            [key: string]: unknown;
         };
         /**
          * @description The cluster's keepalived service VIPs (HA installs). firstboot renders the joiner's
          *     keepalived from them, so that the API and Postgres VIPs match the rest of the cluster.
+         *     A joiner keeps the fields it does not know.
          */
         Vips: {
             /** @description Control-plane API VIP. */
@@ -1140,8 +1195,10 @@ export interface components {
              *     it follows the node whose chassis holds the VPC gateways. Absent on a bridged cluster.
              */
             providerGw?: string;
+        } & {
+            [key: string]: unknown;
         };
-        /** @description One cluster member, as a joiner peers with it. */
+        /** @description One cluster member, as a joiner peers with it. A joiner keeps the fields it does not know. */
         ClusterNode: {
             nodeId: string;
             role: components["schemas"]["NodeRole"];
@@ -1201,17 +1258,26 @@ export interface components {
              * @description The node's last boot duration (ms), when bootState is ready.
              */
             readyAfterMs?: number;
+        } & {
+            [key: string]: unknown;
         };
-        /** @description One traffic class's binding on a node. */
+        /** @description One traffic class's binding on a node. A joiner keeps the fields it does not know. */
         NetworkBinding: {
             /** @description The address this class uses on the node (a bare IP, not a CIDR). */
             ip: string;
             /** @description Host interface carrying the class, when one is declared. */
             interface?: string;
+        } & {
+            [key: string]: unknown;
         };
         /** @description One step of a join, as the joiner reported it. */
         Step: {
-            /** @description The step's name: a firstboot phase (storage), a join step (join/patroni), upgrade or upgrade/<step>, or join. */
+            /**
+             * @description The step's name: a firstboot phase (storage), a join step (join/patroni), upgrade or
+             *     upgrade/<step>, or join. `stalled` and `operator` are the founder's own names for a
+             *     join it or an operator failed (NodeJoin.failedStep), never a joiner's: a progress
+             *     report naming a step so is refused (400 `INVALID_INPUT` at `steps[i].name`).
+             */
             name: string;
             /** @description What a person is told the step is, e.g. "Joining the OpenBao raft". */
             title: string;
@@ -1238,6 +1304,12 @@ export interface components {
          *     }
          */
         ProgressReport: {
+            /**
+             * @description How many steps the install plans in all, when the joiner knows: a console then says
+             *     "step 1 of 7" from the first report on, rather than counting only the steps
+             *     reported so far. The last value sent is kept.
+             */
+            totalSteps?: number;
             steps?: components["schemas"]["Step"][];
             /** @description New lines of the install log, oldest first. */
             log?: string[];
@@ -1452,7 +1524,10 @@ export interface components {
             assignment?: components["schemas"]["Assignment"];
             /** @description Assigned at approval. */
             nodeId?: string;
+            /** @description What the join waits for, in words (see Registration.waitReason). */
             waitReason?: string;
+            /** @description How many steps the install plans in all, when the joiner said so in a progress report (ProgressReport.totalSteps). */
+            totalSteps?: number;
             upgrade?: components["schemas"]["Upgrade"];
             /**
              * @description A running join whose joiner has been silent for 10 minutes (reference default). One
@@ -1490,13 +1565,74 @@ export interface components {
              */
             expiresAt?: string;
         };
-        /** @description Registrations, newest first. */
+        /** @description Registrations, newest first, and how many more machines the cluster can take. */
         NodeJoinList: {
             items: components["schemas"]["NodeJoin"][];
+            capacity?: components["schemas"]["JoinCapacity"];
         };
-        /** @description What an approval with the same body would apply now. */
+        /**
+         * @description How many more machines the cluster can take, as the founder's approval check counts
+         *     them, so a console says it before an approval is refused: the roles an approval may name,
+         *     the control-plane nodes now and how many more joins can be approved, and the waiting
+         *     slots of the join listener (more than `waiting.max` waiting: new registrations get 429)
+         *     with how many registrations they turned away. Part of the list, so the long poll answers
+         *     when it changes.
+         * @example {
+         *       "roles": [
+         *         "hybrid"
+         *       ],
+         *       "controlPlane": {
+         *         "members": 3,
+         *         "approved": 1,
+         *         "max": 5,
+         *         "remaining": 1
+         *       },
+         *       "waiting": {
+         *         "count": 16,
+         *         "max": 16,
+         *         "refused": 2,
+         *         "lastRefusedAt": "2026-11-29T10:07:00Z"
+         *       }
+         *     }
+         */
+        JoinCapacity: {
+            /** @description The roles an approval may name now (today only `hybrid`); any other is refused at `role`. */
+            roles: components["schemas"]["NodeRole"][];
+            /** @description Control-plane nodes (every hybrid node is one). */
+            controlPlane: {
+                /** @description Members that are control-plane nodes (joining or active), the founder included. */
+                members: number;
+                /** @description Approved joins waiting for their turn; each becomes a control-plane node. */
+                approved: number;
+                /** @description The most control-plane nodes the cluster takes (5). */
+                max: number;
+                /** @description How many more joins can be approved now (`max - members - approved`, at least 0). At 0 every waiting join is told so in its `waitReason`. */
+                remaining: number;
+            };
+            /** @description The registrations waiting for a decision (`pending`, `needs-upgrade`). */
+            waiting: {
+                count: number;
+                /** @description Past this many waiting, a new registration is refused (429 `RATE_LIMITED`) until an operator approves, rejects or expires one. */
+                max: number;
+                /** @description Registrations refused because the waiting slots were full, since the founder's data directory was made. */
+                refused: number;
+                /**
+                 * Format: date-time
+                 * @description When the last one was refused.
+                 */
+                lastRefusedAt?: string;
+            };
+        };
+        /**
+         * @description What an approval with the same body would do now: apply `assignment`, or be refused with
+         *     `refusal`, the problem document approveNodeJoin would answer (409
+         *     `JOIN_APPROVAL_REFUSED` with its field `errors`). Exactly one of the two. A refusal of the
+         *     assignment is the preview's answer, not a failed request: it comes with 200, so a console
+         *     that previews after each edit does not fill the browser's log with failed requests.
+         */
         ApprovalPreview: {
-            assignment: components["schemas"]["Assignment"];
+            assignment?: components["schemas"]["Assignment"];
+            refusal?: components["schemas"]["Problem"];
         };
         /**
          * @description Everything about a joiner, chosen on the founder. It becomes the joiner's node.yaml and
@@ -1529,6 +1665,27 @@ export interface components {
             readonly copiedFrom?: string;
             /** @description What the copy could not match and left for the operator. */
             readonly copyNotes?: string[];
+        };
+        /**
+         * @description The assignment an approval asks for: an `Assignment`, except that `role` takes any node
+         *     role. Only `hybrid` is approved (an `Assignment`'s role is always `hybrid`); any other
+         *     role is refused at `role` (409 `JOIN_APPROVAL_REFUSED`): those nodes are not supported
+         *     yet. So an operator who asks for one learns why, at its field, instead of a schema
+         *     error. `copiedFrom` and `copyNotes` are the founder's to say, and ignored.
+         */
+        ApprovalAssignment: {
+            name?: components["schemas"]["Assignment"]["name"];
+            /** @description The role asked for. Default hybrid; any other is refused at role. */
+            role?: components["schemas"]["NodeRole"];
+            rack?: components["schemas"]["Assignment"]["rack"];
+            az?: components["schemas"]["Assignment"]["az"];
+            mgmt?: components["schemas"]["MgmtLink"];
+            links?: components["schemas"]["Assignment"]["links"];
+            disks?: components["schemas"]["Assignment"]["disks"];
+            ntpServers?: components["schemas"]["Assignment"]["ntpServers"];
+            provider?: components["schemas"]["ProviderUplink"];
+            copiedFrom?: components["schemas"]["Assignment"]["copiedFrom"];
+            copyNotes?: components["schemas"]["Assignment"]["copyNotes"];
         };
         /** @description The mgmt link. Default: the joiner's NIC holding the address it registered from, and that address. */
         MgmtLink: {
@@ -1623,7 +1780,7 @@ export interface components {
         };
         /** @description An approval. With neither field, the assignment is all defaults. */
         Approval: {
-            assignment?: components["schemas"]["Assignment"];
+            assignment?: components["schemas"]["ApprovalAssignment"];
             /** @description A member's node id whose assignment is copied, matched on this machine; what does not match is listed in the answer's assignment.copyNotes. Fields of assignment override the copy. */
             copyFrom?: string;
         };
@@ -1866,7 +2023,9 @@ export interface components {
         /**
          * @description Request rate limit exceeded: too many calls from one address, or (registrations) more
          *     than 16 registrations waiting. The code is `RATE_LIMITED`; the `Retry-After` header
-         *     carries the seconds to wait.
+         *     carries the seconds to wait. A registration refused because the waiting slots are full
+         *     says so in `detail` (how many wait, that approving, rejecting or expiring one frees a
+         *     slot) and in `details`: `waiting` and `maxWaiting`.
          */
         TooManyRequests: {
             headers: {
@@ -1906,6 +2065,42 @@ export interface components {
                  *       "code": "UPGRADE_IN_PROGRESS"
                  *     }
                  */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The request did not arrive in time (`INVALID_INPUT`): any operation, answered before it
+         *     runs. The connection is closed.
+         */
+        RequestTimeout: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The request's `Expect` header asks for something other than `100-continue`
+         *     (`INVALID_INPUT`): any operation, answered before it runs.
+         */
+        ExpectationFailed: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The request's header block is larger than the server reads, 16 KiB (`INVALID_INPUT`):
+         *     any operation, answered before it runs. The connection is closed.
+         */
+        HeaderFieldsTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
@@ -1998,8 +2193,11 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             /**
              * @description Wait `Retry-After` seconds and send a new KE1 (on a new connection or the same one):
              *
@@ -2084,9 +2282,12 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2178,7 +2379,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description This key's existing registration. */
+            /** @description This key's existing registration (not an expired one, which gets a new registration, 201). */
             200: {
                 headers: {
                     "Join-Binding": components["headers"]["JoinBinding"];
@@ -2224,7 +2425,7 @@ export interface operations {
                     "application/json": components["schemas"]["Registration"];
                 };
             };
-            /** @description Registered; waiting for approval. */
+            /** @description Registered (a new key, or a key whose registration expired); waiting for approval. */
             201: {
                 headers: {
                     "Join-Binding": components["headers"]["JoinBinding"];
@@ -2243,9 +2444,12 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2287,7 +2491,10 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2318,9 +2525,12 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2372,9 +2582,12 @@ export interface operations {
                 };
             };
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             416: components["responses"]["RangeNotSatisfiable"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2412,6 +2625,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description The registration is not `needs-upgrade`. */
             409: {
                 headers: {
@@ -2419,6 +2633,8 @@ export interface operations {
                 };
                 content?: never;
             };
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             /** @description Too many files at once (`RELEASE_BUSY`), or an upgrade in progress. */
             503: {
                 headers: {
@@ -2449,6 +2665,9 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
         };
     };
     mintJoinCode: {
@@ -2483,8 +2702,11 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2512,6 +2734,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2551,6 +2776,9 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
         };
     };
     getNodeJoin: {
@@ -2577,6 +2805,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
         };
     };
     approveNodeJoin: {
@@ -2633,8 +2864,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2661,7 +2895,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The assignment the approval would apply. */
+            /** @description The assignment the approval would apply, or its refusal. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2674,8 +2908,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
         };
     };
     rejectNodeJoin: {
@@ -2707,8 +2944,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2736,7 +2976,41 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    expireNodeJoin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The registration's id, e.g. `nj-8w2k4m1p`. */
+                joinId: components["parameters"]["JoinId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Expired. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodeJoin"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2774,8 +3048,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2799,6 +3076,9 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
         };
     };
     getClusterNetworks: {
@@ -2821,6 +3101,9 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
         };
     };
     rotateClusterCa: {
@@ -2843,6 +3126,9 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2871,7 +3157,10 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };

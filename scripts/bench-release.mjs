@@ -54,7 +54,7 @@ chmodSync(work, 0o755);
 const path = "os/blobs/bench";
 const TLS_READ = fileURLToPath(new URL("./bench-tls-read.mjs", import.meta.url));
 
-/** Goals, each a ratio within one run on one machine (see the README's Measurements). */
+/** Goals, each a ratio within one run on one machine (see docs/measurements.md). */
 const GOALS = { inside: 1.0, process: 0.9, sha: 1.5, rssMiB: 150, resumeExtra: MiB };
 
 const log = (line = "") => process.stdout.write(`${line}\n`);

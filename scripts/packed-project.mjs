@@ -35,7 +35,8 @@ const INPUTS = [
   "browser",
   "generated",
   "docs",
-  "examples/reference-server/README.md",
+  // built into the package as the stratum-join-reference-server bin
+  "examples/reference-server",
 ];
 
 function* files(path) {

@@ -26,8 +26,14 @@ export {
   FINAL_JOIN_STATES,
   WAITING_JOIN_STATES,
   RUNNING_JOIN_STATES,
+  JOIN_ACTION_STATES,
+  FOUNDER_STEP_NAMES,
   isFinalState,
+  isFounderStepName,
   isJoinState,
+  joinAllows,
+  type JoinAction,
+  type FounderStepName,
 } from "./core/join-states.js";
 export {
   StratumError,
@@ -38,7 +44,9 @@ export {
   ResponseValidationError,
   NetworkError,
   TimeoutError,
+  RuntimeUnsupportedError,
   isAbortError,
+  type RuntimeFeature,
   type JoinCodeErrorReason,
   type JoinUrlErrorReason,
   type PairingCodeErrorReason,
@@ -46,6 +54,7 @@ export {
   type ProblemBody,
   type ValidationIssue,
 } from "./errors/index.js";
+export { diskContents, osDiskLayoutOf, type DiskContents } from "./core/disks.js";
 export { redact, REDACTED } from "./core/redact.js";
 export { CLOCK_TOLERANCE_SECONDS, clockIsOff, clockWarning, describeClockOffset } from "./core/clock.js";
 export {
@@ -81,6 +90,7 @@ export type {
   Assignment,
   Link,
   DiskAssignment,
+  ApprovalAssignment,
   Approval,
   Step,
   ProgressReport,
@@ -91,7 +101,10 @@ export type {
   Problem,
   FieldError,
   ProblemCode,
+  JoinCapacity,
+  NodeRole,
   components,
   operations,
   paths,
+  Input,
 } from "./types.js";

@@ -14,6 +14,14 @@ export type JoinCodeState = components["schemas"]["JoinCodeState"];
 export type NodeJoin = components["schemas"]["NodeJoin"];
 /** Where a join stands: `needs-upgrade`, `pending`, `approved`, `delivering`, `installing`, `joined`, `failed`, `rejected`, `expired`. */
 export type JoinState = components["schemas"]["JoinState"];
+/**
+ * How many more machines the cluster can take: the roles an approval may name, the
+ * control-plane nodes now and how many more joins can be approved, and the waiting slots with
+ * the registrations they turned away (the join list's `capacity`).
+ */
+export type JoinCapacity = components["schemas"]["JoinCapacity"];
+/** A node's role; an approval may name only those the join list's `capacity.roles` names. */
+export type NodeRole = components["schemas"]["NodeRole"];
 /** A joiner's view of its registration. */
 export type Registration = components["schemas"]["Registration"];
 /** What a joiner on an older release upgrades to, and where from. */
@@ -38,6 +46,8 @@ export type Assignment = components["schemas"]["Assignment"];
 export type Link = components["schemas"]["Link"];
 /** What a joiner's disk becomes. */
 export type DiskAssignment = components["schemas"]["DiskAssignment"];
+/** The assignment an approval asks for: an {@link Assignment} whose role may be any node role (all but `hybrid` are refused at `role`). */
+export type ApprovalAssignment = components["schemas"]["ApprovalAssignment"];
 /** An approval: an assignment, or a member to copy one from. */
 export type Approval = components["schemas"]["Approval"];
 /** One step of a join, as the joiner reported it. */
@@ -58,5 +68,17 @@ export type Problem = components["schemas"]["Problem"];
 export type FieldError = components["schemas"]["FieldError"];
 /** The machine-readable code of every API refusal. */
 export type ProblemCode = components["schemas"]["ProblemCode"];
+
+/** The keys of `T` whose properties are optional. */
+/**
+ * A request body as a caller writes it: every optional field, at any depth, also takes
+ * `undefined`, which is left out of the JSON sent. So a project compiled with
+ * `exactOptionalPropertyTypes` can pass `{ assignment: maybeAssignment }` as is.
+ */
+export type Input<T> = T extends readonly unknown[]
+  ? { [I in keyof T]: Input<T[I]> }
+  : T extends object
+    ? { [K in keyof T]: object extends Pick<T, K> ? Input<Exclude<T[K], undefined>> | undefined : Input<T[K]> }
+    : T;
 
 export type { components, operations, paths };

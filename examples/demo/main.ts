@@ -7,11 +7,22 @@
  * verifies the served release, registers again on 0.6.0, is approved through the admin client,
  * receives its delivery, reports its steps and reaches `joined`. Both sides show the pairing
  * code. The machine keeps its state in one machine directory (`openMachineDirectory`), as an
- * installer does. Everything is cleaned up; the exit code is 0 only if the machine joined.
+ * installer does, and puts each secret of its delivery where the seed says, under a temporary
+ * stand-in for /etc (env lines, files, a command that takes the secret on stdin), the OpenBao
+ * unseal key sealed to a TPM.
+ *
+ * Which TPM: a software TPM of its own (swtpm, started in the temporary directory) when swtpm and
+ * tpm2-tools are installed, so that the demo shows the real seal and unseal and never touches
+ * this computer's own TPM; on a machine without them (a fresh checkout right after `npm ci`),
+ * the plaintext fallback that a `{ tpm }` destination allows only when asked by name
+ * (`withoutTpm: "plaintext"`), said loudly. Everything is cleaned up; the exit code is 0 only
+ * if the machine joined.
  * @module
  */
+import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createAdminClient, StratumError, type AdminClient, type NodeJoin } from "@stratum/join";
@@ -23,6 +34,8 @@ import {
   registerMachine,
   type JoinSession,
   reportProgress,
+  type SecretDestinations,
+  unsealSecret,
   waitForRegistration,
   writeDelivery,
 } from "@stratum/join/node";
@@ -72,6 +85,9 @@ async function startFounder(work: string) {
     joinAddr: "127.0.0.1:0",
     clusterRelease: CLUSTER_RELEASE,
     releaseDir: join(work, "releases"),
+    // A cluster whose OpenBao runs as a raft: its bundles carry the unseal key, which the
+    // machine seals to its TPM (a single-instance cluster sends none).
+    openBaoMode: "raft",
     log: () => {},
   });
   step(
@@ -79,6 +95,62 @@ async function startFounder(work: string) {
     `reference server up: admin API ${started.adminUrl}, cluster CA ${started.caFingerprint.slice(0, 23)}…`,
   );
   return Object.assign(started, { releaseKey: release.key });
+}
+
+/** A free loopback port whose next one is free too (swtpm's command and control ports). */
+async function freePortPair(): Promise<number> {
+  const free = (port: number) =>
+    new Promise<boolean>((resolve) => {
+      const server = createServer();
+      server.once("error", () => resolve(false));
+      server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+    });
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 40_000);
+    if ((await free(port)) && (await free(port + 1))) return port;
+  }
+}
+
+/** A software TPM in `dir` when swtpm and tpm2-tools are installed: its TCTI and how to stop it. */
+async function startSoftwareTpm(dir: string): Promise<{ tcti: string; stop: () => void } | undefined> {
+  const installed = (tool: string) => spawnSync("sh", ["-c", `command -v ${tool}`]).status === 0;
+  if (!installed("swtpm") || !installed("tpm2_createprimary")) return undefined;
+  mkdirSync(dir, { recursive: true });
+  const port = await freePortPair();
+  const child = spawn(
+    "swtpm",
+    ["socket", "--tpm2", "--tpmstate", `dir=${dir}`, "--server", `type=tcp,port=${port},bindaddr=127.0.0.1`].concat([
+      "--ctrl",
+      `type=tcp,port=${port + 1},bindaddr=127.0.0.1`,
+      "--flags",
+      "not-need-init,startup-clear",
+    ]),
+    { stdio: "ignore" },
+  );
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  if (child.exitCode !== null) return undefined;
+  return { tcti: `swtpm:host=127.0.0.1,port=${port}`, stop: () => child.kill("SIGTERM") };
+}
+
+/**
+ * Where each secret of the delivery goes, as the seed says, under `etc` (the demo's /etc):
+ * env lines of controlplane.env and axdnsd.env, files, a program that takes the Postgres password
+ * on stdin (as `podman secret create stratum-postgres -` would), and the unseal key sealed to the
+ * TPM, or, without one, in plaintext because this demo asks for that by name.
+ */
+function demoSecrets(etc: string, sealed: string, tpm: boolean): SecretDestinations {
+  const store = "require('fs').writeFileSync(process.argv[1], require('fs').readFileSync(0), { mode: 0o600 })";
+  return {
+    adminPassword: [
+      { env: join(etc, "controlplane.env"), name: "STRATUM_IAM_ADMIN_PASSWORD" },
+      { file: join(etc, "bootstrap-credentials.txt") },
+    ],
+    openBaoToken: { env: join(etc, "controlplane.env"), name: "STRATUM_OPENBAO_TOKEN" },
+    openBaoNodeToken: { file: join(etc, "secrets", "openbao-node.token") },
+    dnsEncryptionKey: { env: join(etc, "axdnsd.env"), name: "ENCRYPTION_KEY" },
+    postgresPassword: { command: [process.execPath, "-e", store, join(etc, "podman-secret-stratum-postgres")] },
+    openBaoUnsealKey: tpm ? { tpm: sealed } : { tpm: sealed, withoutTpm: "plaintext" },
+  };
 }
 
 type Founder = Awaited<ReturnType<typeof startFounder>>;
@@ -117,7 +189,7 @@ async function main(): Promise<void> {
     const upgraded = await registerAndUpgrade(server, admin, machine, minted.url, inventory, signal);
     const session = await registerAgain(machine, minted.url, upgraded, inventory, signal);
     await approve(admin, session, signal);
-    await deliverAndInstall(admin, machine, session, signal);
+    await deliverAndInstall(admin, machine, session, work, signal);
     console.log(`\n${bold("joined")}: the machine is a member of the cluster. Cleaning up.`);
   } finally {
     await server.close();
@@ -246,6 +318,7 @@ async function deliverAndInstall(
   admin: AdminClient,
   machine: Machine,
   session: JoinSession,
+  work: string,
   signal: AbortSignal,
 ): Promise<void> {
   const { identity } = machine;
@@ -255,13 +328,42 @@ async function deliverAndInstall(
     signal,
     onChange: (r) => detail(`machine sees state ${r.state}${r.waitReason ? ` (${r.waitReason})` : ""}`),
   });
-  const written = await writeDelivery(machine.deliveryDir, delivered.delivery!);
-  step(
-    "machine",
-    `delivery received over the pinned channel: node ${delivered.delivery!.nodeId}, ${Object.keys(written.files).length} files written with mode 0600`,
-  );
+  const delivery = delivered.delivery!;
+  const tpm = await startSoftwareTpm(join(work, "swtpm"));
+  try {
+    const sealed = join(work, "var", "openbao-unseal.sealed");
+    mkdirSync(join(work, "etc"), { recursive: true, mode: 0o700 });
+    const written = await writeDelivery(machine.deliveryDir, delivery, {
+      secrets: demoSecrets(join(work, "etc"), sealed, tpm !== undefined),
+      ...(tpm ? { tpm: { tcti: tpm.tcti } } : {}),
+      signal,
+      onWarning: (text) => detail(`warning: ${text}`),
+    });
+    step(
+      "machine",
+      `delivery received over the pinned channel: node ${delivery.nodeId}; ${Object.keys(written.files).filter((role) => role !== "nodeKey").length} public files and the node key (0600) in ${written.dir}; each secret in its home:`,
+    );
+    for (const [field, places] of Object.entries(written.secrets))
+      for (const place of places)
+        detail(
+          `${field} → ${place.kind}${place.name ? ` ${place.name}` : ""}${place.path ? ` ${place.path}` : ""}${place.command ? ` ${place.command} (stdin)` : ""}`,
+        );
+    const unseal = written.secrets.openBaoUnsealKey?.[0];
+    if (unseal) {
+      const back = await unsealSecret(sealed, { ...(tpm ? { tcti: tpm.tcti } : {}), signal });
+      const matches = back.value === delivery.bundle.openBaoUnsealKey ? "it matches" : "MISMATCH";
+      const which = tpm ? "the demo's software TPM (swtpm)" : "this machine's TPM";
+      detail(
+        unseal.kind === "tpm"
+          ? `unseal key sealed to ${which}: unsealed again, ${matches}; ${readFileSync(sealed, "utf8").includes(back.value) ? "LEAKED" : "not in the sealed file"}`
+          : 'no TPM here (no swtpm and tpm2-tools): the unseal key was written in plaintext, as the demo asked by name (withoutTpm: "plaintext")',
+      );
+    } else detail("the cluster sent no unseal key (its OpenBao is a single instance)");
+  } finally {
+    tpm?.stop();
+  }
   detail(
-    `secrets stay out of logs: ${JSON.stringify(delivered.delivery!.bundle).includes("PRIVATE KEY") ? "LEAKED" : "nodeKey and passwords are not in the printed bundle"}`,
+    `secrets stay out of logs: ${JSON.stringify(delivery.bundle).includes("PRIVATE KEY") ? "LEAKED" : "nodeKey and passwords are not in the printed bundle"}`,
   );
 
   const phases: Array<[string, string]> = [

@@ -122,7 +122,7 @@ export function hostAt(network: Cidr, n: number): string {
  * the network's own address, IPv4's broadcast address and the gateway; undefined when the
  * network is full (for IPv6: when its first {@link MAX_SCAN} addresses are).
  */
-export function nextFree(network: Cidr, held: ReadonlySet<string>, gateway?: string): string | undefined {
+export function nextFree(network: Cidr, held: { has(ip: string): boolean }, gateway?: string): string | undefined {
   const small = network.family === 4 && network.prefix >= 31;
   const first = small ? network.base : network.base + 1n;
   const lastHost = network.family === 4 && !small ? network.base + network.size - 2n : network.base + network.size - 1n;

@@ -7,7 +7,8 @@
 
 import { authorize } from "./auth.js";
 import type { Cluster } from "./cluster.js";
-import { HttpProblem, Router, parseBody, readJson, sendJson, type RequestContext } from "./http.js";
+import { HttpProblem, Router, parseBody, readJson, readOptionalJson, sendJson, type RequestContext } from "./http.js";
+import { problemBody } from "./http-problem.js";
 import { jsonEtag, matches, waitForChange, waitSecondsOf } from "./long-poll.js";
 import {
   ApprovalSchema,
@@ -47,7 +48,7 @@ function joinCodeRoutes(router: Router, deps: AdminDeps): void {
 
   router.add("POST", "/v1/admin/cluster/join-codes", async (ctx) => {
     const who = authorize(store, ctx, "ha:MintJoinToken");
-    const body = parseBody(JoinCodeRequestSchema, (await readJson(ctx, deps.bodyBytes)) ?? {});
+    const body = parseBody(JoinCodeRequestSchema, await readOptionalJson(ctx, deps.bodyBytes));
     const minted = await cluster.mintCode(who.name, body, deps.defaultEndpoint());
     await deps.ensureListener();
     sendJson(ctx, 201, minted);
@@ -75,21 +76,23 @@ function joinRoutes(router: Router, deps: AdminDeps): void {
     authorize(store, ctx, "ha:DescribeNodeJoins");
     const waitSeconds = waitSecondsOf(ctx.url);
     const ifNoneMatch = ctx.req.headers["if-none-match"];
-    let items = cluster.listJoins();
-    let etag = jsonEtag(items);
+    // The capacity is part of the tag: a registration turned away wakes the long poll too.
+    let list = cluster.joinList();
+    let etag = jsonEtag(list);
     if (waitSeconds > 0 && matches(ifNoneMatch, etag)) {
       const held = etag;
-      await waitForChange(store, ctx.res, waitSeconds * 1000, () => jsonEtag(cluster.listJoins()) !== held);
+      // A join turns silent (`stalled`) with time alone, no write: looked at every second.
+      await waitForChange(store, ctx.res, waitSeconds * 1000, () => jsonEtag(cluster.joinList()) !== held, 1000);
       if (ctx.res.destroyed) return;
-      items = cluster.listJoins();
-      etag = jsonEtag(items);
+      list = cluster.joinList();
+      etag = jsonEtag(list);
     }
     if (matches(ifNoneMatch, etag)) {
       ctx.res.writeHead(304, { ETag: etag, "Cache-Control": "no-store" });
       ctx.res.end();
       return;
     }
-    sendJson(ctx, 200, { items }, { ETag: etag });
+    sendJson(ctx, 200, list, { ETag: etag });
   });
 
   router.add("GET", "/v1/admin/cluster/joins/:joinId", (ctx) => {
@@ -99,17 +102,24 @@ function joinRoutes(router: Router, deps: AdminDeps): void {
 
   router.add("POST", "/v1/admin/cluster/joins/:joinId/approve", async (ctx) => {
     const who = authorize(store, ctx, "ha:ApproveNodeJoin");
-    const body = parseBody(ApprovalSchema, (await readJson(ctx, deps.bodyBytes)) ?? {});
+    const body = parseBody(ApprovalSchema, await readOptionalJson(ctx, deps.bodyBytes));
     const join = cluster.approve(who.name, ctx.params.joinId!, body);
     deps.kickRunner();
     sendJson(ctx, 200, join);
   });
 
   // The same check as approve, with nothing stored: what the console shows before it approves.
+  // A refused assignment is the preview's answer (200 with `refusal`), not a failed request: a
+  // console previews after each edit, and a browser logs every 4xx as an error.
   router.add("POST", "/v1/admin/cluster/joins/:joinId/approval-preview", async (ctx) => {
     authorize(store, ctx, "ha:ApproveNodeJoin");
-    const body = parseBody(ApprovalSchema, (await readJson(ctx, deps.bodyBytes)) ?? {});
-    sendJson(ctx, 200, { assignment: cluster.previewApproval(ctx.params.joinId!, body) });
+    const body = parseBody(ApprovalSchema, await readOptionalJson(ctx, deps.bodyBytes));
+    try {
+      sendJson(ctx, 200, { assignment: cluster.previewApproval(ctx.params.joinId!, body) });
+    } catch (error) {
+      if (!(error instanceof HttpProblem) || error.code !== "JOIN_APPROVAL_REFUSED") throw error;
+      sendJson(ctx, 200, { refusal: problemBody(error, ctx.requestId) });
+    }
   });
 
   router.add("POST", "/v1/admin/cluster/joins/:joinId/reject", async (ctx) => {
@@ -127,6 +137,12 @@ function joinRoutes(router: Router, deps: AdminDeps): void {
     const join = cluster.fail(who.name, ctx.params.joinId!, body.reason);
     deps.kickRunner();
     sendJson(ctx, 200, join);
+  });
+
+  // A waiting machine the cluster cannot take: its waiting slot freed now, its key free to come back.
+  router.add("POST", "/v1/admin/cluster/joins/:joinId/expire", (ctx) => {
+    const who = authorize(store, ctx, "ha:ApproveNodeJoin");
+    sendJson(ctx, 200, cluster.expire(who.name, ctx.params.joinId!));
   });
 
   router.add("POST", "/v1/admin/cluster/joins/:joinId/retry", (ctx) => {

@@ -33,8 +33,14 @@ export interface ApprovalCheck extends ApprovalContext {
   links: Mutable<Link>[];
   /** True for a NIC of the machine or a device a link makes (a bond, a VLAN). */
   deviceExists(name: string): boolean;
-  /** Addresses a member, a VIP or another join holds; each address the check hands out is added. */
-  held: Set<string>;
+  /**
+   * Addresses a member, a VIP or another join holds, each with what holds it ("member node-2
+   * (n-…)", "the API VIP", "vm (nj-…, approved)"), so a refusal names the holder; each address
+   * the check hands out is added (as "links[0]").
+   */
+  held: Map<string, string>;
+  /** True for another join whose assignment holds its name and addresses. */
+  holding(join: JoinRow): boolean;
   /** The addresses this join's earlier assignment had (kept on a re-approval while still free). */
   previous: Set<string>;
 }
@@ -66,21 +72,42 @@ export function newApprovalCheck(ctx: ApprovalContext, a: StoredAssignment, erro
     links,
     deviceExists: (name) => nics.has(name) || linkInterfaces.has(name),
     held: heldAddresses(ctx),
+    holding: (join) => HOLDING_STATES.has(join.state),
     previous: new Set(assignmentIps(ctx.join.assignment)),
   };
 }
 
-/** Every address held by another member, a VIP, or another join that holds its assignment's. */
-function heldAddresses(ctx: ApprovalContext): Set<string> {
-  const held = new Set<string>();
+/** Every address held by another member, a VIP, or another join that holds its assignment's, with its holder. */
+function heldAddresses(ctx: ApprovalContext): Map<string, string> {
+  const held = new Map<string, string>();
+  const hold = (ip: string, by: string): void => {
+    const bare = bareIp(ip);
+    if (!held.has(bare)) held.set(bare, by);
+  };
   for (const m of ctx.members) {
     if (m.nodeId === ctx.join.nodeId) continue;
-    if (m.mgmtIp) held.add(bareIp(m.mgmtIp));
-    for (const n of Object.values(m.networks)) held.add(bareIp(n.ip));
-    for (const ip of assignmentIps(m.assignment)) held.add(ip);
+    const by = `member ${m.name} (${m.nodeId})`;
+    if (m.mgmtIp) hold(m.mgmtIp, by);
+    for (const n of Object.values(m.networks)) hold(n.ip, by);
+    for (const ip of assignmentIps(m.assignment)) hold(ip, by);
   }
-  for (const vip of Object.values(ctx.settings.vips)) if (vip) held.add(bareIp(vip));
-  for (const j of ctx.otherJoins)
-    if (HOLDING_STATES.has(j.state)) for (const ip of assignmentIps(j.assignment)) held.add(ip);
+  for (const [name, vip] of Object.entries(ctx.settings.vips)) if (vip) hold(vip, `the ${VIP_NAMES[name] ?? name} VIP`);
+  for (const j of ctx.otherJoins) {
+    if (!HOLDING_STATES.has(j.state)) continue;
+    const by = `${j.hostname ?? "the machine"} (${j.id}, ${j.state})`;
+    if (j.assignment?.mgmt?.address) hold(j.assignment.mgmt.address, by);
+    for (const ip of assignmentIps(j.assignment)) hold(ip, by);
+  }
   return held;
 }
+
+/** The VIPs as a person names them. */
+const VIP_NAMES: Record<string, string> = {
+  api: "API",
+  postgres: "Postgres",
+  openbao: "OpenBao",
+  ovnNb: "OVN northbound",
+  ovnSb: "OVN southbound",
+  vmselect: "vmselect",
+  providerGw: "provider gateway",
+};

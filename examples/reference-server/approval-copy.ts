@@ -6,7 +6,7 @@
  */
 
 import type { DiskAssignment, Inventory, Link } from "@stratum/join";
-import { diskHoldsData } from "./approval-disks.js";
+import { wipeDestroys } from "./approval-disks.js";
 import type { MemberRow, Mutable, StoredAssignment } from "./rows.js";
 
 /**
@@ -57,9 +57,9 @@ export function copyAssignment(member: MemberRow, inventory: Inventory | null): 
     const { confirm: _c, ...rest } = d;
     disks.push({ ...rest, key });
     diskNames[key] = disk.name;
-    const data = diskHoldsData(disk);
-    if (data !== undefined && d.role !== "unused")
-      notes.push(`disks[${i}] (${disk.name}): holds data (${data}); set confirm to its key to wipe it`);
+    const holds = wipeDestroys(disk);
+    if (holds !== undefined && d.role !== "unused")
+      notes.push(`disks[${i}] (${disk.name}): ${holds}; to wipe it, confirm with its key`);
   });
 
   const out: StoredAssignment = { copiedFrom: member.nodeId };

@@ -1,24 +1,29 @@
 /**
  * The approval's disks: each keyed by a name that survives a reboot (WWN or by-id path), not
  * the system disk, not read-only, named once, and wiped only when the operator typed its key
- * into `confirm`. A compute disk gets its pool and storage class defaults.
+ * into `confirm` when it is not known to be blank (an unprobed disk counts as holding data).
+ * A compute disk gets its pool and storage class defaults.
  * @module
  */
 
-import type { DiskAssignment, Inventory } from "@stratum/join";
+import { diskContents, type DiskAssignment, type Inventory } from "@stratum/join";
 import type { ApprovalCheck } from "./approval-check.js";
 import type { StoredAssignment } from "./rows.js";
 
 /** One disk of a machine's inventory. */
 export type InventoryDisk = NonNullable<Inventory["disks"]>[number];
 
-/** What a disk holds that a wipe would destroy, said for a person; undefined when it looks empty. */
-export function diskHoldsData(disk: InventoryDisk): string | undefined {
-  const holders = disk.holders ?? [];
-  if (holders.length > 0) return holders.map((h) => `${h.kind} on ${h.device}`).join(", ");
-  if ((disk.partitions ?? []).length > 0) return `${disk.partitions!.length} partition(s)`;
-  if ((disk.stack ?? []).length > 0) return "a device stacked on it";
-  return undefined;
+/**
+ * Why giving `disk` a role needs the typed wipe confirmation, for a person ("sda holds data
+ * (filesystem (ext4) on sda1)"); undefined only for a disk the machine probed and found blank.
+ * One it could not probe may hold anything (docs/protocol.md#disk-data).
+ */
+export function wipeDestroys(disk: InventoryDisk): string | undefined {
+  const contents = diskContents(disk);
+  if (contents.state === "blank") return undefined;
+  return contents.state === "data"
+    ? `${disk.name} holds data (${contents.what})`
+    : `${disk.name} was not probed (the machine could not read what holds data on it), so it may hold data`;
 }
 
 /** Checks and completes `a.disks`, keeping `a.diskNames` to the disks it names. */
@@ -77,12 +82,12 @@ function checkDisk(d: DiskAssignment, disk: InventoryDisk, at: string, check: Ap
     if (d.pool !== undefined) check.err(`${at}.pool`, "only a compute disk has a pool");
     if (d.storageClass !== undefined) check.err(`${at}.storageClass`, "only a compute disk has a storage class");
   }
-  const data = diskHoldsData(disk);
-  if (d.role !== "unused" && data !== undefined && d.confirm !== d.key) {
+  const holds = wipeDestroys(disk);
+  if (d.role !== "unused" && holds !== undefined && d.confirm !== d.key) {
     check.err(
       `${at}.confirm`,
       d.confirm === undefined || d.confirm === ""
-        ? `${disk.name} holds data (${data}); set confirm to its key to wipe it`
+        ? `${holds}; to wipe it, confirm with its key, ${d.key}`
         : `does not match the disk's key; type ${d.key} to wipe ${disk.name}`,
     );
   }

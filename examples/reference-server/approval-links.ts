@@ -187,9 +187,9 @@ function checkGivenAddresses(
       check.err(field, `the ${inside.p} network is /${inside.net.prefix}`);
     if (inside && ((gateway !== undefined && ip === bareIp(gateway)) || isNetworkAddress(inside.net, ip)))
       check.err(field, `${ip} is not a host address of the ${inside.p} network`);
-    else if (check.held.has(ip)) check.err(field, `${ip} is already held by a member, a VIP or another join`);
+    else if (check.held.has(ip)) check.err(field, `${ip} is already held by ${check.held.get(ip)!}`);
     if (inside) covered.add(inside.net);
-    check.held.add(ip);
+    check.held.set(ip, at);
   });
   for (const p of dataPurposes)
     if ((networks[p]?.cidrs ?? []).some((net) => !covered.has(net)))
@@ -220,7 +220,7 @@ function allocateAddresses(
         check.err(`${at}.addresses`, `the ${p} network ${written(check, p)} has no free address`);
         continue;
       }
-      check.held.add(ip);
+      check.held.set(ip, at);
       allocated.push(`${ip}/${cidr.prefix}`);
     }
   }

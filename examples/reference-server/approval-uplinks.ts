@@ -65,7 +65,9 @@ export function checkMgmt(a: StoredAssignment, carriedBy: Map<Purpose, number>, 
     check.err("mgmt.interface", `this machine has no NIC named ${mgmt.interface}`);
   const mgmtOk = mgmt.interface !== undefined && check.deviceExists(mgmt.interface);
   if (mgmtOk && mgmt.address === undefined) {
-    const own = mgmtCandidates(nicIps(check).get(mgmt.interface!) ?? [], check)[0];
+    const candidates = mgmtCandidates(nicIps(check).get(mgmt.interface!) ?? [], check);
+    // A twin's address another node holds is not a default: its next address that is free is.
+    const own = candidates.find((ip) => !check.held.has(ip)) ?? candidates[0];
     if (own) mgmt.address = own;
     else
       check.err(
@@ -90,17 +92,25 @@ function nicIps(check: ApprovalCheck): Map<string, string[]> {
 function defaultMgmtInterface(mgmt: Mgmt, check: ApprovalCheck): void {
   const source = check.join.sourceAddr ? bareIp(check.join.sourceAddr) : "";
   const holder = [...nicIps(check)].find(([, ips]) => ips.includes(source));
-  if (holder) {
+  const candidates = (nic: InventoryNic): string[] => mgmtCandidates(nic.addresses ?? [], check);
+  const wired = [...check.nics.values()].filter((n) => !n.wireless && candidates(n).length > 0);
+  // A clone of another node (same image, same static address) would collide on its default:
+  // its next wired NIC whose address is free is the default instead; only when none is
+  // free does the collision stand, and the check says what holds the address.
+  const free = (nic: InventoryNic): string | undefined => candidates(nic).find((ip) => !check.held.has(ip));
+  if (holder && (!check.held.has(source) || mgmt.address !== undefined)) {
     mgmt.interface = holder[0];
     mgmt.address ??= source;
-  } else if (isLoopbackHost(source)) {
+  } else if (holder || isLoopbackHost(source)) {
     // A joiner on the reference server's own machine registers from loopback: take its first
     // wired NIC with a mgmt address, the one a real founder would have seen it come from.
-    const candidates = (nic: InventoryNic): string[] => mgmtCandidates(nic.addresses ?? [], check);
-    const nic = [...check.nics.values()].find((n) => !n.wireless && candidates(n).length > 0);
-    if (nic) {
+    const nic = (mgmt.address === undefined ? wired.find((n) => free(n) !== undefined) : undefined) ?? wired[0];
+    if (holder && (!nic || free(nic) === undefined)) {
+      mgmt.interface = holder[0];
+      mgmt.address ??= source;
+    } else if (nic) {
       mgmt.interface = nic.name;
-      mgmt.address ??= candidates(nic)[0]!;
+      mgmt.address ??= free(nic) ?? candidates(nic)[0]!;
     }
   }
   if (mgmt.interface === undefined)
@@ -121,7 +131,10 @@ function checkMgmtAddress(mgmt: Mgmt, check: ApprovalCheck): void {
   } else if (network && !inNetwork(network, ip)) {
     check.err("mgmt.address", `${ip} is not in the cluster's mgmt network ${check.settings.mgmtCidr}`);
   } else if (check.held.has(ip)) {
-    check.err("mgmt.address", `${ip} is already held by a member or a VIP`);
+    check.err(
+      "mgmt.address",
+      `${ip} is already held by ${check.held.get(ip)!}; give this machine another address (a new one as a CIDR, with a gateway)`,
+    );
   } else if (mgmt.interface !== undefined && !(nicIps(check).get(mgmt.interface) ?? []).includes(ip)) {
     if (!isCidr)
       check.err("mgmt.address", `${ip} is not on ${mgmt.interface}; give a new address as a CIDR, with a gateway`);

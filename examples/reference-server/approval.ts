@@ -12,26 +12,18 @@
  * @module
  */
 
-import type { JoinState } from "@stratum/join";
 import { copyAssignment } from "./approval-copy.js";
 import { newApprovalCheck, type ApprovalCheck, type ApprovalContext } from "./approval-check.js";
 import { checkDisks } from "./approval-disks.js";
 import { checkLinks } from "./approval-links.js";
 import { checkMgmt, checkProvider } from "./approval-uplinks.js";
+import { ACCEPTED_ROLES, countControlPlane } from "./capacity.js";
 import type { FieldError } from "./http.js";
 import type { StoredAssignment } from "./rows.js";
 import type { ApprovalInput, AssignmentInput } from "./schemas.js";
 
 export type { ApprovalContext } from "./approval-check.js";
-
-/**
- * The most control-plane nodes a cluster takes (every hybrid node is one): an odd number, so
- * a quorum survives two failures, and few enough that consensus stays fast.
- */
-export const MAX_CONTROL_PLANE = 5;
-
-/** States that will become a control-plane member without another approval. */
-const QUEUED_STATES: ReadonlySet<JoinState> = new Set(["approved"]);
+export { MAX_CONTROL_PLANE } from "./capacity.js";
 
 /** The outcome: the completed assignment, or the field errors. */
 export type ApprovalOutcome = { ok: true; assignment: StoredAssignment } | { ok: false; errors: FieldError[] };
@@ -84,29 +76,48 @@ function mergedAssignment(input: ApprovalInput, ctx: ApprovalContext, errors: Fi
   return a;
 }
 
-/** The name: the hostname by default, and no other member's. */
+/**
+ * The name: the hostname by default, or, when a member or another approved, running or failed
+ * join has that name, the hostname with the first free number (`vm-2`): identical machines
+ * registering under one host name get distinct names without an edit. A name given that is
+ * taken is refused, naming what has it.
+ */
 function checkName(a: StoredAssignment, check: ApprovalCheck): void {
-  a.name = a.name ?? check.join.hostname ?? check.join.id;
-  const taken = check.members.find((m) => m.name === a.name && m.nodeId !== check.join.nodeId);
-  if (taken) check.err("name", `${a.name} is already the name of member ${taken.nodeId}`);
+  const taken = takenNames(check);
+  if (a.name === undefined) {
+    const base = check.join.hostname ?? check.join.id;
+    let name = base;
+    for (let n = 2; taken.has(name); n++) name = `${base}-${n}`;
+    a.name = name;
+    return;
+  }
+  const holder = taken.get(a.name);
+  if (holder) check.err("name", `${a.name} is already the name of ${holder}`);
 }
 
-/** The role: hybrid only, and room for one more control-plane node. */
+/** Every name a member or another join holding its assignment has, with what has it ("member n-…"). */
+function takenNames(check: ApprovalCheck): Map<string, string> {
+  const taken = new Map<string, string>();
+  for (const m of check.members) if (m.nodeId !== check.join.nodeId) taken.set(m.name, `member ${m.nodeId}`);
+  for (const j of check.otherJoins) {
+    const name = j.assignment?.name;
+    if (name !== undefined && check.holding(j) && !taken.has(name))
+      taken.set(name, `${j.hostname ?? "the machine"} (${j.id}, ${j.state})`);
+  }
+  return taken;
+}
+
+/** The role: one the cluster takes (hybrid only, for now), and room for one more control-plane node. */
 function checkRole(a: StoredAssignment, check: ApprovalCheck): void {
   const role = a.role ?? "hybrid";
-  if (role !== "hybrid") {
+  if (!(ACCEPTED_ROLES as readonly string[]).includes(role)) {
     check.err("role", `${role} nodes are not supported yet (planned for a later release); every joiner is hybrid`);
   } else {
-    const members = check.members.filter(
-      (m) =>
-        m.state !== "leaving" && (m.role === "hybrid" || m.role === "control-plane") && m.nodeId !== check.join.nodeId,
-    ).length;
-    const queued = check.otherJoins.filter((j) => QUEUED_STATES.has(j.state)).length;
-    const controlPlane = members + queued;
-    if (controlPlane + 1 > MAX_CONTROL_PLANE) {
+    const count = countControlPlane(check.members, check.otherJoins, check.join);
+    if (count.remaining === 0) {
       check.err(
         "role",
-        `the cluster would have ${controlPlane + 1} control-plane nodes (members and approved joins); it takes at most ${MAX_CONTROL_PLANE}`,
+        `the cluster is full: it would have ${count.members + count.approved + 1} control-plane nodes (members and approved joins); it takes at most ${count.max}`,
       );
     }
   }

@@ -24,8 +24,18 @@
  * @module
  */
 
-import type { Assignment, CodeCheck, JoinCodeInfo, MintedJoinCode, NodeJoin, Registration } from "@stratum/join";
+import {
+  WAITING_JOIN_STATES,
+  type Assignment,
+  type CodeCheck,
+  type JoinCapacity,
+  type JoinCodeInfo,
+  type MintedJoinCode,
+  type NodeJoin,
+  type Registration,
+} from "@stratum/join";
 import type { ClusterCa } from "@stratum/join/server";
+import { countControlPlane, fullReason, joinCapacity, REFUSALS_KEY, type WaitingRefusals } from "./capacity.js";
 import type { ClusterSettings } from "./config.js";
 import {
   DEFAULT_UPGRADE_RETRY_SECONDS,
@@ -190,7 +200,19 @@ export class Cluster {
 
   /** The joiner's view of a registration. */
   registration(join: JoinRow): Registration {
-    return registrationView(join, join.state === "approved" ? this.#queue.waitReason(join) : undefined);
+    return registrationView(join, this.#waitReason(join, Date.now()));
+  }
+
+  /**
+   * What a join waits for (spec: `waitReason`): an approved one its turn; a waiting one a
+   * free place, while the cluster is full. `full` is the cluster's reason, when a caller
+   * already counted it for many joins.
+   */
+  #waitReason(join: JoinRow, now: number, full?: string | null): string | undefined {
+    if (join.state === "approved") return this.#queue.waitReason(join, now);
+    if (!WAITING_JOIN_STATES.includes(join.state)) return undefined;
+    if (full !== undefined) return full ?? undefined;
+    return fullReason(countControlPlane(this.store.listMembers(), this.store.listJoins(), join));
   }
 
   /** Records a progress report and the state moves it means (see {@link DeliveryQueue.progress}). */
@@ -207,8 +229,24 @@ export class Cluster {
 
   /** Every registration as the admin sees it, newest first. */
   listJoins(): NodeJoin[] {
+    return this.joinList().items;
+  }
+
+  /** The join list as the API answers it: every registration, newest first, and the capacity. */
+  joinList(): { items: NodeJoin[]; capacity: JoinCapacity } {
     const now = Date.now();
-    return this.store.listJoins().map((j) => this.#nodeJoin(j, now));
+    const joins = this.store.listJoins();
+    const members = this.store.listMembers();
+    const capacity = joinCapacity({
+      members,
+      joins,
+      waiting: joins.filter((j) => WAITING_JOIN_STATES.includes(j.state)).length,
+      maxWaiting: this.options.limits.maxWaiting,
+      refusals: this.store.getMeta<WaitingRefusals>(REFUSALS_KEY),
+    });
+    // A waiting join is never counted itself, so one count answers for all of them.
+    const full = fullReason(capacity.controlPlane) ?? null;
+    return { items: joins.map((j) => this.#nodeJoin(j, now, undefined, full)), capacity };
   }
 
   /** One registration with its log tail; 404 when unknown. */
@@ -217,11 +255,11 @@ export class Cluster {
     return this.#nodeJoin(join, Date.now(), this.store.logTail(joinId));
   }
 
-  #nodeJoin(join: JoinRow, now: number, logTail?: string[]): NodeJoin {
+  #nodeJoin(join: JoinRow, now: number, logTail?: string[], full?: string | null): NodeJoin {
     return nodeJoinView(join, {
       now,
       stallAfterMs: this.options.timing.stallAfterMs,
-      waitReason: join.state === "approved" ? this.#queue.waitReason(join) : undefined,
+      waitReason: this.#waitReason(join, now, full),
       ...(logTail ? { logTail } : {}),
     });
   }
@@ -249,6 +287,12 @@ export class Cluster {
     return this.getJoin(joinId);
   }
 
+  /** Expires a waiting join at once (its key may register again later); 409 unless waiting. */
+  expire(actor: string, joinId: string): NodeJoin {
+    this.#queue.expireByOperator(actor, joinId);
+    return this.getJoin(joinId);
+  }
+
   /** Fails a running join at once (`failedStep` `operator`, the reason as `failedError`); 409 unless running. */
   fail(actor: string, joinId: string, reason: string): NodeJoin {
     this.#queue.failByOperator(actor, joinId, reason);
@@ -272,9 +316,9 @@ export class Cluster {
     return this.#queue.deliverNext();
   }
 
-  /** What an approved join waits for. */
-  waitReason(join: JoinRow): string {
-    return this.#queue.waitReason(join);
+  /** What a join waits for (an approved one its turn, a waiting one a place), if anything. */
+  waitReason(join: JoinRow): string | undefined {
+    return this.#waitReason(join, Date.now());
   }
 
   /** True while the join listener must be open: a live code, or a registration not final. */

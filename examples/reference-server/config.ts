@@ -6,6 +6,7 @@
  */
 
 import type { ClusterNetworks } from "@stratum/join";
+import type { OpenBaoMode } from "./delivery.js";
 import type { Logger } from "./http.js";
 
 /** Per-address and cluster-wide limits of the join listener. */
@@ -68,6 +69,11 @@ export interface Timing {
   defaultCodeTtlSeconds: number;
   /** The longest lifetime a mint may ask for, in seconds. Default 7 days. */
   maxCodeTtlSeconds: number;
+  /**
+   * The `Retry-After` of a registration refused because the waiting slots are full, in
+   * seconds: approvals go at a person's pace, so a minute. Default 60.
+   */
+  waitingFullRetrySeconds: number;
 }
 
 /** The default limits (the protocol's numbers). */
@@ -102,6 +108,7 @@ export const DEFAULT_TIMING: Timing = {
   listenerCloseGraceMs: 2000,
   defaultCodeTtlSeconds: 4 * 3600,
   maxCodeTtlSeconds: 7 * 24 * 3600,
+  waitingFullRetrySeconds: 60,
 };
 
 /** The founder as the cluster's first member, and what `copyFrom` copies from it. */
@@ -182,8 +189,20 @@ export interface ReferenceServerConfig {
   joinAddr?: string;
   /** Extra DNS names or IPs for the listener's leaf (besides its bind address, `localhost` on loopback and the API VIP). */
   joinHosts?: string[];
-  /** The endpoint a mint names when the request names none. Default: the listener's address. */
+  /**
+   * The endpoint a mint names when the request names none. Default: the API VIP (as the spec
+   * says) when the join listener answers on it (its bind address, or an address of this machine
+   * when it binds the wildcard); else the listener's own address.
+   */
   joinEndpoint?: string;
+  /**
+   * How the cluster's OpenBao runs, and so which joiners get the unseal key: `single-instance`
+   * (increment 1: one OpenBao behind its VIP; no bundle carries the unseal key) or `raft` (a
+   * 3-node integrated-storage raft; every control-plane joiner gets the founder's unseal key to
+   * unseal its local voter). Read on every start: a cluster that moved to raft says so here.
+   * Default `single-instance`.
+   */
+  openBaoMode?: OpenBaoMode;
   /** The release the cluster runs. Default `0.6.0`. */
   clusterRelease?: string;
   /** Release directories by version (`<dir>/<version>/payload/manifest.json`, …), served to joiners that upgrade. */

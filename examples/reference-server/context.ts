@@ -8,7 +8,7 @@
 
 import type { ClusterCa } from "@stratum/join/server";
 import type { ClusterSettings, Limits, Timing } from "./config.js";
-import type { ClusterSecrets } from "./delivery.js";
+import type { ClusterSecrets, OpenBaoMode } from "./delivery.js";
 import { HttpProblem, quotedId } from "./http.js";
 import type { JoinRow } from "./rows.js";
 import type { Store } from "./store.js";
@@ -22,6 +22,8 @@ export interface ClusterOptions {
   limits: Limits;
   timing: Timing;
   cluster: Partial<ClusterSettings> | undefined;
+  /** How the cluster's OpenBao runs (which bundles carry the unseal key). */
+  openBaoMode: OpenBaoMode;
   availability: () => ReleaseAvailability | undefined;
   faultHook: ((point: string) => void) | undefined;
 }

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { WAITING_JOIN_STATES, type Assignment, type JoinState } from "@stratum/join";
+import { joinAllows, type Assignment } from "@stratum/join";
 import { checkApproval } from "./approval.js";
 import type { ClusterContext } from "./context.js";
 import { HttpProblem } from "./http.js";
@@ -14,9 +14,6 @@ import { newNodeId } from "./ids.js";
 import type { JoinRow, StoredAssignment } from "./rows.js";
 import type { ApprovalInput } from "./schemas.js";
 import { assignmentView } from "./views.js";
-
-/** The states a join can be rejected in: it has not started delivering. */
-const REJECTABLE: readonly JoinState[] = [...WAITING_JOIN_STATES, "approved"];
 
 /** The operator's decisions. */
 export class Decisions {
@@ -40,7 +37,7 @@ export class Decisions {
           "The machine is upgrading itself to the cluster's release; it can be approved once it registers again as pending.",
       });
     }
-    if (join.state !== "pending" && join.state !== "failed") {
+    if (!joinAllows(join.state, "approve")) {
       throw new HttpProblem(409, "JOIN_STATE_CONFLICT", {
         detail: `The join is ${join.state}; only a pending or failed join can be approved.`,
       });
@@ -78,14 +75,14 @@ export class Decisions {
     });
   }
 
-  /** Rejects a join that has not started delivering; its key is refused from then on. */
+  /** Rejects a join that is not running or over (a failed one included); its key is refused from then on. */
   reject(actor: string, joinId: string, reason: string): void {
     const { store } = this.#context;
     store.tx(() => {
       const join = this.#context.joinOr404(joinId);
-      if (!REJECTABLE.includes(join.state)) {
+      if (!joinAllows(join.state, "reject")) {
         throw new HttpProblem(409, "JOIN_STATE_CONFLICT", {
-          detail: `The join is ${join.state}; only a join that has not started delivering can be rejected.`,
+          detail: `The join is ${join.state}; only a join that is not running or over can be rejected.`,
         });
       }
       const now = Date.now();
@@ -99,7 +96,7 @@ export class Decisions {
     const { store } = this.#context;
     store.tx(() => {
       const join = this.#context.joinOr404(joinId);
-      if (join.state !== "failed")
+      if (!joinAllows(join.state, "retry"))
         throw new HttpProblem(409, "JOIN_STATE_CONFLICT", {
           detail: `The join is ${join.state}; only a failed join can be retried.`,
         });
@@ -120,6 +117,7 @@ function queuedAgain(actor: string, extra: Partial<JoinRow>): Partial<JoinRow> {
     failedStepTitle: null,
     failedError: null,
     steps: [],
+    totalSteps: null,
     currentStep: null,
     deliveredAt: null,
     delivery: null,

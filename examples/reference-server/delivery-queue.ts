@@ -13,7 +13,15 @@
  * @module
  */
 
-import { FINAL_JOIN_STATES, RUNNING_JOIN_STATES, WAITING_JOIN_STATES, type JoinState, type Step } from "@stratum/join";
+import {
+  FINAL_JOIN_STATES,
+  RUNNING_JOIN_STATES,
+  WAITING_JOIN_STATES,
+  joinAllows,
+  type FounderStepName,
+  type JoinState,
+  type Step,
+} from "@stratum/join";
 import { issueNodeCertificate, type ClusterCa } from "@stratum/join/server";
 import type { ClusterContext } from "./context.js";
 import { buildBundle, buildDelivery, buildNodeYaml, networkBindings, nodeLabels } from "./delivery.js";
@@ -45,14 +53,26 @@ export class DeliveryQueue {
     return this.#context.store.joinsInState(...RUNNING_JOIN_STATES);
   }
 
-  /** What an approved join waits for. */
-  waitReason(join: JoinRow): string {
+  /**
+   * What an approved join waits for, naming the join that runs by its host name (an operator
+   * finds the machine by it, not by its id) and saying when that one has gone silent, since
+   * then it holds the queue until someone fails it.
+   */
+  waitReason(join: JoinRow, now = Date.now()): string {
     if (this.#context.upgradeState().inProgress)
-      return "waiting for the cluster upgrade to finish: joins run only on a green cluster";
+      return "the cluster upgrade to finish: joins run only on a green cluster";
     const running = this.#running()[0];
-    if (running && running.id !== join.id) return `waiting for ${running.id} to finish: one join runs at a time`;
+    if (running && running.id !== join.id) {
+      const who = `${running.hostname ?? "a machine"} (${running.id}, ${running.state})`;
+      const silentMs = now - lastHeardAt(running);
+      return silentMs >= this.#context.options.timing.stallAfterMs
+        ? `${who} to finish, one join at a time; it has been silent for ${duration(silentMs)}: fail it if it will not report again`
+        : `${who} to finish: one join runs at a time`;
+    }
     const ahead = this.#queue().findIndex((j) => j.id === join.id);
-    return ahead > 0 ? `queued behind ${ahead} approved join(s)` : "queued: delivery starts shortly";
+    return ahead > 0
+      ? `its turn: ${ahead} approved ${ahead === 1 ? "join is" : "joins are"} ahead of it`
+      : "its turn: delivery starts shortly";
   }
 
   /** True while the join listener must be open: a live code, or a registration not final. */
@@ -91,7 +111,7 @@ export class DeliveryQueue {
       // Read again inside the transaction: a report may have arrived since.
       const due = this.#running().filter(silent);
       const failure: Failure = {
-        failedStep: "stalled",
+        failedStep: "stalled" satisfies FounderStepName,
         failedStepTitle: "No progress report",
         failedError: `no progress report for ${duration(deadline)}; the founder failed the join (retry it once the machine is back)`,
       };
@@ -100,17 +120,33 @@ export class DeliveryQueue {
     });
   }
 
+  /** An operator expires a waiting join at once (frees its waiting slot; its key may register again); 409 otherwise. */
+  expireByOperator(actor: string, joinId: string): void {
+    const { store } = this.#context;
+    store.tx(() => {
+      const join = this.#context.joinOr404(joinId);
+      if (!joinAllows(join.state, "expire")) {
+        throw new HttpProblem(409, "JOIN_STATE_CONFLICT", {
+          detail: `The join is ${join.state}; only a waiting join (pending, needs-upgrade) can be expired.`,
+        });
+      }
+      store.patchJoin(join.id, { state: "expired" });
+      store.audit(actor, "cluster.join.expired", join.id, {});
+    });
+  }
+
   /** An operator fails a running join at once (`failedStep` `operator`); 409 for any other state. */
   failByOperator(actor: string, joinId: string, reason: string): void {
     const { store } = this.#context;
     store.tx(() => {
       const join = this.#context.joinOr404(joinId);
-      if (!RUNNING_JOIN_STATES.includes(join.state)) {
+      if (!joinAllows(join.state, "fail")) {
         throw new HttpProblem(409, "JOIN_STATE_CONFLICT", {
           detail: `The join is ${join.state}; only a running join (delivering, installing) can be failed.`,
         });
       }
-      this.#fail(join, { failedStep: "operator", failedStepTitle: `Failed by ${actor}`, failedError: reason }, actor);
+      const failedStep: FounderStepName = "operator";
+      this.#fail(join, { failedStep, failedStepTitle: `Failed by ${actor}`, failedError: reason }, actor);
     });
   }
 
@@ -172,6 +208,9 @@ export class DeliveryQueue {
       clusterId,
       settings,
       secrets: this.#context.secrets,
+      openBaoMode: this.#context.options.openBaoMode,
+      // Every node the reference server admits is hybrid, so it runs a control plane.
+      recipient: { controlPlane: true },
       openBaoNodeToken: `hvs.${randomHex(24)}`,
       caPem: ca.certPem,
       nodeCert: leaf.certPem,
@@ -179,7 +218,7 @@ export class DeliveryQueue {
       members: store.listMembers(),
       membershipGeneration: generation,
     });
-    const nodeYaml = buildNodeYaml({ nodeId, clusterId, assignment, settings });
+    const nodeYaml = buildNodeYaml({ nodeId, clusterId, assignment, settings, inventory: join.inventory ?? undefined });
     const now = Date.now();
     store.patchJoin(
       join.id,
@@ -212,6 +251,7 @@ export class DeliveryQueue {
       const running = [...steps].reverse().find((s) => s.status === "running");
       const patch: Partial<JoinRow> = {
         steps,
+        ...(report.totalSteps !== undefined ? { totalSteps: report.totalSteps } : {}),
         lastSeenAt: now,
         currentStep: running?.name ?? steps[steps.length - 1]?.name ?? null,
       };
@@ -251,6 +291,7 @@ export class DeliveryQueue {
 /** A deadline as a person reads it: `30 min`, `2 h`, `45 s`. */
 function duration(ms: number): string {
   if (ms >= 3_600_000 && ms % 3_600_000 === 0) return `${ms / 3_600_000} h`;
+  if (ms >= 3_600_000) return `${Math.floor(ms / 3_600_000)} h ${Math.round((ms % 3_600_000) / 60_000)} min`;
   if (ms >= 60_000) return `${Math.round(ms / 60_000)} min`;
   return `${Math.max(1, Math.round(ms / 1000))} s`;
 }

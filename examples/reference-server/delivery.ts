@@ -7,7 +7,7 @@
  */
 
 import { stringify } from "yaml";
-import type { Bundle, ClusterNode, Delivery } from "@stratum/join";
+import { osDiskLayoutOf, type Bundle, type ClusterNode, type Delivery, type Inventory } from "@stratum/join";
 import { bareIp, inNetwork, parseCidr } from "./addresses.js";
 import type { ClusterSettings } from "./config.js";
 import type { MemberRow, StoredAssignment } from "./rows.js";
@@ -55,14 +55,27 @@ export function clusterNode(member: MemberRow): ClusterNode {
   };
 }
 
-/** node.yaml for the joiner: its identity, network connections, disks and the cluster it joins. */
+/**
+ * node.yaml for the joiner: its identity, network connections, disks and the cluster it joins.
+ *
+ * - `ntp.servers`: the assignment's own, else the cluster's (the founder's): spec
+ *   Assignment.ntpServers, "Only when this node's NTP servers differ from the cluster's (the
+ *   founder's), which it gets otherwise". The bundle has no field for them, so node.yaml is
+ *   where a joiner gets them.
+ * - `storage.os_disk_layout`: how stage 1 laid out the OS disks, from the joiner's install
+ *   record or, without one, read off its OS disks' partitions (spec: Inventory.osDiskLayout);
+ *   left out when neither tells.
+ */
 export function buildNodeYaml(options: {
   nodeId: string;
   clusterId: string;
   assignment: StoredAssignment;
   settings: ClusterSettings;
+  inventory: Inventory | undefined;
 }): string {
   const { assignment: a, settings } = options;
+  const ntpServers = a.ntpServers ?? settings.ntpServers;
+  const osDiskLayout = osDiskLayoutOf(options.inventory);
   const doc = {
     node: {
       id: options.nodeId,
@@ -107,6 +120,7 @@ export function buildNodeYaml(options: {
       },
     },
     storage: {
+      ...(osDiskLayout ? { os_disk_layout: osDiskLayout } : {}),
       disks: (a.disks ?? []).map((d) => ({
         key: d.key,
         role: d.role,
@@ -116,9 +130,43 @@ export function buildNodeYaml(options: {
         wipe: d.confirm !== undefined && d.confirm === d.key,
       })),
     },
-    ...(a.ntpServers ? { ntp: { servers: a.ntpServers } } : {}),
+    ...(ntpServers.length > 0 ? { ntp: { servers: ntpServers } } : {}),
   };
   return `# node.yaml of ${options.nodeId}, built by the founder from the approved assignment.\n${stringify(doc)}`;
+}
+
+/**
+ * How the cluster's OpenBao runs: `single-instance` (increment 1: one OpenBao behind its VIP,
+ * which every control plane uses with the shared token) or `raft` (a 3-node integrated-storage
+ * raft, every member a voter unsealed with the founder's one unseal key).
+ */
+export type OpenBaoMode = "single-instance" | "raft";
+
+/** What the node a bundle is for runs: a control plane, or only a Postgres replica. */
+export interface BundleRecipient {
+  /** False for a Postgres-only replica, which runs no control plane (and no OpenBao). */
+  controlPlane: boolean;
+}
+
+/**
+ * The cluster secrets a node's bundle carries, and only those (spec: Bundle): the Postgres
+ * password always; the admin password and the OpenBao token only to a node that runs a
+ * control plane ("Empty on a Postgres-only replica"); the unseal key only to a control plane
+ * of a raft cluster ("Empty on increment-1 single-instance clusters … and on a Postgres-only
+ * replica"): a joiner that runs no local OpenBao voter has nothing to unseal, and a secret it
+ * never needs is one it cannot leak.
+ */
+export function bundleSecrets(
+  secrets: ClusterSecrets,
+  openBaoMode: OpenBaoMode,
+  recipient: BundleRecipient,
+): Pick<Bundle, "postgresPassword" | "adminPassword" | "openBaoToken" | "dnsEncryptionKey" | "openBaoUnsealKey"> {
+  return {
+    postgresPassword: secrets.postgresPassword,
+    ...(recipient.controlPlane ? { adminPassword: secrets.adminPassword, openBaoToken: secrets.openBaoToken } : {}),
+    dnsEncryptionKey: secrets.dnsEncryptionKey,
+    ...(recipient.controlPlane && openBaoMode === "raft" ? { openBaoUnsealKey: secrets.openBaoUnsealKey } : {}),
+  };
 }
 
 /** The join bundle. */
@@ -126,6 +174,8 @@ export function buildBundle(options: {
   clusterId: string;
   settings: ClusterSettings;
   secrets: ClusterSecrets;
+  openBaoMode: OpenBaoMode;
+  recipient: BundleRecipient;
   openBaoNodeToken: string;
   caPem: string;
   nodeCert: string;
@@ -144,13 +194,9 @@ export function buildBundle(options: {
     caBundle: options.caPem,
     nodeCert: options.nodeCert,
     nodeKey: options.nodeKey,
-    postgresPassword: secrets.postgresPassword,
     adminEmail: settings.adminEmail,
-    adminPassword: secrets.adminPassword,
-    openBaoToken: secrets.openBaoToken,
+    ...bundleSecrets(secrets, options.openBaoMode, options.recipient),
     openBaoNodeToken: options.openBaoNodeToken,
-    dnsEncryptionKey: secrets.dnsEncryptionKey,
-    openBaoUnsealKey: secrets.openBaoUnsealKey,
     membershipGeneration: options.membershipGeneration,
     vips: { ...settings.vips },
   };

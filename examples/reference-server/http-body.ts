@@ -166,6 +166,27 @@ export async function readJson(ctx: RequestContext, maxBytes: number, budget?: B
   }
 }
 
+/**
+ * The JSON body of a call whose body the spec marks required: none at all is a 400
+ * `INVALID_INPUT` at the whole request (field `""`), as is anything the schema then refuses
+ * (a JSON `null` included).
+ */
+export async function readRequiredJson(ctx: RequestContext, maxBytes: number): Promise<unknown> {
+  const body = await readJson(ctx, maxBytes);
+  if (body === undefined) throw invalidInput([{ field: "", message: "a JSON body is required" }]);
+  return body;
+}
+
+/**
+ * The JSON body of a call whose body may be left out (minting, approving): no body is `{}`,
+ * all defaults. Only an absent body is: a JSON `null` is a value, not an object, and the
+ * schema refuses it (400), as openapi.yaml's object schema does.
+ */
+export async function readOptionalJson(ctx: RequestContext, maxBytes: number): Promise<unknown> {
+  const body = await readJson(ctx, maxBytes);
+  return body === undefined ? {} : body;
+}
+
 /** A zod issue path as the spec writes field paths: `links[0].interface`, `disks[1].confirm`. */
 export function fieldPath(path: readonly PropertyKey[]): string {
   let out = "";

@@ -20,7 +20,7 @@ export {
   type ProblemCode,
   type ProblemOptions,
 } from "./http-problem.js";
-export { fieldPath, parseBody, readJson } from "./http-body.js";
+export { fieldPath, parseBody, readJson, readOptionalJson, readRequiredJson } from "./http-body.js";
 
 /** Where the server writes its log lines. One line per call, never a body, code, token or key. */
 export type Logger = (line: string) => void;

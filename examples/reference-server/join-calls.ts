@@ -12,7 +12,7 @@ import { derivePairingCode, formatPairingCode } from "@stratum/join/server";
 import { peerAddress, type AddressLimiter } from "./address-limiter.js";
 import type { Cluster } from "./cluster.js";
 import type { Limits } from "./config.js";
-import { HttpProblem, invalidInput, parseBody, readJson, sendJson, type RequestContext, type Router } from "./http.js";
+import { HttpProblem, invalidInput, parseBody, sendJson, type RequestContext, type Router } from "./http.js";
 import type { BodyBudget } from "./http-body.js";
 import type { PakeSteps } from "./join-pake.js";
 import { ServedFiles, resolveReleasePath, sendReleaseFile } from "./release-serving.js";
@@ -134,7 +134,8 @@ export function addPinnedRoutes(router: Router, o: JoinCallsOptions): void {
   router.add("POST", "/v1/join/registrations/:joinId/progress", async (ctx) => {
     const key = o.clientKey(ctx);
     const join = cluster.ownedJoin(ctx.params.joinId!, key);
-    const body = parseBody(ProgressReportSchema, (await readJson(ctx, o.limits.progressBodyBytes, o.bodies)) ?? {});
+    // The body is required (spec: reportJoinProgress): an empty report has no steps or log to record.
+    const body = parseBody(ProgressReportSchema, await o.requiredBody(ctx, o.limits.progressBodyBytes));
     const registration = cluster.progress(join, body);
     o.kickRunner();
     sendJson(ctx, 200, registration);

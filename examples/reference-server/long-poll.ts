@@ -39,14 +39,22 @@ export function matches(ifNoneMatch: string | undefined, etag: string): boolean 
 }
 
 /**
- * Resolves once `changed()` is true after a committed change, after `ms`, or when the answer is
- * abandoned (the client hung up, or the server closes its connections). Never rejects: the
- * caller answers whatever the state is then.
+ * Resolves once `changed()` is true after a committed change (or at a `recheckMs` look, for
+ * what changes with time alone), after `ms`, or when the answer is abandoned (the client hung
+ * up, or the server closes its connections). Never rejects: the caller answers whatever the
+ * state is then.
  */
-export function waitForChange(store: Store, res: ServerResponse, ms: number, changed: () => boolean): Promise<void> {
+export function waitForChange(
+  store: Store,
+  res: ServerResponse,
+  ms: number,
+  changed: () => boolean,
+  recheckMs?: number,
+): Promise<void> {
   return new Promise((resolve) => {
     const done = (): void => {
       clearTimeout(timer);
+      clearInterval(recheck);
       store.off("change", onChange);
       res.off("close", done);
       resolve();
@@ -55,6 +63,8 @@ export function waitForChange(store: Store, res: ServerResponse, ms: number, cha
       if (changed()) done();
     };
     const timer = setTimeout(done, ms);
+    // What the clock changes without a write (a join turning silent) is looked at now and then.
+    const recheck = recheckMs === undefined ? undefined : setInterval(onChange, recheckMs);
     store.on("change", onChange);
     res.on("close", done);
   });

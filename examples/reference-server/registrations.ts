@@ -12,17 +12,12 @@ import { HttpProblem } from "./http.js";
 import { newJoinId } from "./ids.js";
 import { newJoinRow, type JoinRow } from "./rows.js";
 import type { RegistrationInput } from "./schemas.js";
+import { REFUSALS_KEY, type WaitingRefusals } from "./capacity.js";
 import { applyUpgradeRules, mismatchDetail, type ReleaseVerdict } from "./upgrade-rules.js";
 import { iso } from "./views.js";
 
 /** A release the cluster takes: as it is, or after the machine upgrades itself. */
 export type AcceptedRelease = Exclude<ReleaseVerdict, { kind: "mismatch" }>;
-
-/**
- * How long a registration refused for too many waiting ones is told to wait: approvals are
- * a person's pace, so a minute, not seconds.
- */
-const WAITING_FULL_RETRY_SECONDS = 60;
 
 /** What the join listener proved about a registering machine. */
 export interface RegistrationProof {
@@ -77,6 +72,23 @@ export class Registrations {
     const now = Date.now();
     const code = store.getCode(proof.codeId)!;
     const expiresAt = code.expiresAt + options.timing.pendingGraceMs;
+    try {
+      return this.#registerIn(input, proof, verdict, expiresAt, now);
+    } catch (error) {
+      if (error instanceof HttpProblem && error.details?.maxWaiting !== undefined) this.#countRefusal(now);
+      throw error;
+    }
+  }
+
+  /** {@link register}'s one transaction. */
+  #registerIn(
+    input: RegistrationInput,
+    proof: RegistrationProof,
+    verdict: AcceptedRelease,
+    expiresAt: number,
+    now: number,
+  ): { status: 200 | 201; join: JoinRow } {
+    const { store } = this.#context;
     return store.tx(() => {
       const existing = store.joinByKey(proof.keyFingerprint);
       if (existing?.state === "rejected") {
@@ -143,13 +155,37 @@ export class Registrations {
     }
   }
 
-  /** 429 when too many registrations wait for approval, or this address made too many. */
+  /**
+   * A registration turned away for want of a waiting slot is counted (in its own transaction:
+   * the refused one rolled back), so the console can say machines were turned away. Best
+   * effort: a founder that cannot write then still answers the 429.
+   */
+  #countRefusal(now: number): void {
+    const { store } = this.#context;
+    try {
+      store.tx(() => {
+        const before = store.getMeta<WaitingRefusals>(REFUSALS_KEY);
+        store.setMeta(REFUSALS_KEY, { count: (before?.count ?? 0) + 1, lastAt: now } satisfies WaitingRefusals);
+      });
+    } catch {
+      // The refusal is answered all the same; only the count misses one.
+    }
+  }
+
+  /**
+   * 429 when too many registrations wait for a decision, or this address made too many. The
+   * first says why in words a person at the machine can act on (how many wait, what frees a
+   * slot, the setting) and in `details` for a program.
+   */
   #assertRoomForNew(proof: RegistrationProof): void {
     const waiting = this.#context.store.joinsInState(...WAITING_JOIN_STATES).length;
-    if (waiting >= this.#context.options.limits.maxWaiting) {
+    const maxWaiting = this.#context.options.limits.maxWaiting;
+    const retry = this.#context.options.timing.waitingFullRetrySeconds;
+    if (waiting >= maxWaiting) {
       throw new HttpProblem(429, "RATE_LIMITED", {
-        detail: `${waiting} registrations are waiting for approval; try again later.`,
-        headers: { "Retry-After": String(WAITING_FULL_RETRY_SECONDS) },
+        detail: `${waiting} registrations are already waiting for an operator's decision, the most this cluster keeps (${maxWaiting}, STRATUM_MAX_WAITING on the reference server); approving, rejecting or expiring one frees a slot. Try again in ${retry} s.`,
+        details: { waiting, maxWaiting },
+        headers: { "Retry-After": String(retry) },
       });
     }
     const retryAfter = proof.allowNew();

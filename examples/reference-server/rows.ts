@@ -57,6 +57,8 @@ export interface JoinRow {
   failedStepTitle: string | null;
   failedError: string | null;
   steps: Step[];
+  /** How many steps the install plans in all, when the joiner said (its last report that did). */
+  totalSteps: number | null;
   /** What the joiner receives while delivering/installing. Holds the node key and cluster secrets. */
   delivery: Delivery | null;
   createdAt: number;
@@ -100,6 +102,7 @@ export function newJoinRow(join: NewJoin): JoinRow {
     failedStepTitle: null,
     failedError: null,
     steps: [],
+    totalSteps: null,
     delivery: null,
     updatedAt: join.createdAt,
   };

@@ -44,6 +44,8 @@ export const MIGRATIONS: readonly string[] = [
     seq INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, actor TEXT NOT NULL,
     action TEXT NOT NULL, target TEXT NOT NULL, details TEXT NOT NULL);
   `,
+  // How many steps the install plans, when the joiner says (ProgressReport.totalSteps).
+  `ALTER TABLE joins ADD COLUMN total_steps INTEGER;`,
   // Who a code's counted attempts came from, so the operator sees who burned it.
   `
   CREATE TABLE join_code_attempts (
@@ -102,6 +104,7 @@ export const JOIN_COLUMNS: Record<keyof JoinRow, [string, boolean]> = {
   failedStepTitle: ["failed_step_title", false],
   failedError: ["failed_error", false],
   steps: ["steps", true],
+  totalSteps: ["total_steps", false],
   delivery: ["delivery", true],
   createdAt: ["created_at", false],
   updatedAt: ["updated_at", false],

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { isFounderStepName } from "@stratum/join";
 import { z } from "zod";
 
 const SELECTOR = /^[0-9A-HJKMNP-TV-Z]{2}$/;
@@ -120,10 +121,19 @@ export const RegistrationRequestSchema = z.object({
 
 /** `POST /v1/join/registrations/{joinId}/progress`. */
 export const ProgressReportSchema = z.object({
+  totalSteps: z.number().int().min(1).max(200).optional(),
   steps: z
     .array(
       z.object({
-        name: z.string().min(1).max(256),
+        // `stalled` and `operator` are the founder's own failedStep names (docs/protocol.md#progress).
+        name: z
+          .string()
+          .min(1)
+          .max(256)
+          .refine(
+            (name) => !isFounderStepName(name),
+            "is a name only the founder gives a failed step (stalled, operator)",
+          ),
         title: z.string().max(1024),
         status: z.enum(["running", "done", "failed"]),
         message: z.string().max(4096).optional(),

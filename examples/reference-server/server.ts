@@ -79,7 +79,7 @@ const ADMIN_DEFAULT = "127.0.0.1:8080";
 /** The join listener's port is the protocol's (a join URL without a port means 9444). */
 const JOIN_DEFAULT = "127.0.0.1:9444";
 /** The release a cluster runs when the configuration names none (the demo's and the tests'). */
-const DEFAULT_CLUSTER_RELEASE = "0.6.0";
+export const DEFAULT_CLUSTER_RELEASE = "0.6.0";
 /**
  * How long an idle admin connection stays open: longer than the pause of watchJoins's fallback
  * poll (2 s), so a console keeps one; its long polls keep it busy anyway.
@@ -124,6 +124,7 @@ async function openCluster(
     limits,
     timing,
     cluster: config.cluster,
+    openBaoMode: config.openBaoMode ?? "single-instance",
     availability: () =>
       releaseAvailability(clusterRelease, { releaseDir: config.releaseDir, releaseMirror: config.releaseMirror }),
     faultHook: config.faultHook,
@@ -143,6 +144,22 @@ async function bootstrapAdminToken(
   const adminToken = newApiToken();
   await writeFileDurably(adminTokenFile, `${adminToken}\n`, { mode: 0o600 });
   return { adminToken, adminTokenCreated: true, adminTokenFile };
+}
+
+/**
+ * The API VIP, when the join listener answers on it: the mint's default endpoint (spec:
+ * JoinCodeRequest.endpoint, "Default: the API VIP"). In a cluster every control-plane member
+ * opens the listener and keepalived puts the VIP on one of them, so the VIP always reaches a
+ * listener; the reference server is a one-member cluster, and a VIP this machine does not hold
+ * reaches nothing, so a mint then names the listener's own address instead.
+ */
+function apiVipServed(cluster: Cluster, joinHost: string): string | undefined {
+  const vip = cluster.settings.vips.api;
+  if (!vip) return undefined;
+  const bare = vip.replace(/^\[|\]$/g, "");
+  if (bare === joinHost) return bare;
+  if (isWildcard(joinHost) && (machineAddresses().includes(bare) || isLoopbackHost(bare))) return bare;
+  return undefined;
 }
 
 /** The names the join listener's leaf carries: its bind address (every address on a wildcard), loopback names, the API VIP, the configured extras. */
@@ -279,7 +296,8 @@ export async function startReferenceServer(config: ReferenceServerConfig): Promi
   const advertisedHost = isWildcard(joinAddr.host)
     ? (machineAddresses().find((a) => isIP(a) === 4) ?? "127.0.0.1")
     : joinAddr.host;
-  const defaultEndpoint = (): string => config.joinEndpoint ?? hostPort(advertisedHost, listener.port);
+  const defaultEndpoint = (): string =>
+    config.joinEndpoint ?? hostPort(apiVipServed(cluster, joinAddr.host) ?? advertisedHost, listener.port);
   const stopReconciling = reconcileOnChange(store, listener, log);
 
   // Both TLS leaves chain to the CA: a rotation re-issues them.

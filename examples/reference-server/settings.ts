@@ -2,8 +2,9 @@
  * The reference server's settings as a command takes them: each one an environment variable
  * (`STRATUM_…`) and the same name as a flag (`STRATUM_MAX_WAITING` is `--max-waiting`), with
  * its default and meaning in one table. `main.ts` reads them, `--help` prints them, and a test
- * holds README.md's Configuration table to this one, so no setting exists that the README does
- * not list. A value that cannot be used stops the start with a message naming the setting.
+ * holds the Configuration table of this directory's README.md to this one, so no setting exists
+ * that the README does not list. A value that cannot be used stops the start with a message
+ * naming the setting.
  * @module
  */
 
@@ -123,9 +124,21 @@ export const SETTINGS: readonly Setting[] = [
   },
   {
     env: "STRATUM_JOIN_ENDPOINT",
-    default: "the listener's address",
-    meaning: "the endpoint a mint names when the request names none",
+    default: "the API VIP, else the listener's address",
+    meaning:
+      "the endpoint a mint names when the request names none: by default the API VIP when the listener answers on it (this machine holds it), else the listener's own address",
     apply: (config, value) => void (config.joinEndpoint = value),
+  },
+  {
+    env: "STRATUM_OPENBAO_MODE",
+    default: "single-instance",
+    meaning:
+      "how the cluster's OpenBao runs: `single-instance` (no bundle carries the unseal key) or `raft` (every control-plane joiner gets it); read on every start",
+    apply(config, value) {
+      if (value !== "single-instance" && value !== "raft")
+        throw new SettingError(this, "must be single-instance or raft");
+      config.openBaoMode = value;
+    },
   },
   {
     env: "STRATUM_CLUSTER_RELEASE",

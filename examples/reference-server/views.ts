@@ -89,6 +89,7 @@ export function nodeJoinView(
     ...(join.assignment ? { assignment: assignmentView(join.assignment) } : {}),
     ...opt("nodeId", join.nodeId),
     ...opt("waitReason", options.waitReason),
+    ...opt("totalSteps", join.totalSteps),
     ...opt("upgrade", join.upgrade),
     stalled,
     ...opt("approvedBy", join.approvedBy),

@@ -8,9 +8,10 @@
 
 import createClient, { type Client, type Middleware } from "openapi-fetch";
 import type { components, paths } from "../../generated/api.js";
+import type { Input } from "../types.js";
 import { problemFromResponse } from "../core/problem.js";
 import { throwIfAborted } from "../core/retry.js";
-import { NetworkError, ResponseValidationError, StratumError, TimeoutError } from "../errors/index.js";
+import { NetworkError, ResponseValidationError, StratumApiError, StratumError, TimeoutError } from "../errors/index.js";
 import type { AdminOperationId, ResponseValidator } from "../schemas/index.js";
 import { describeUnanswered, linkSignals, transportCause } from "./transport.js";
 import {
@@ -44,36 +45,36 @@ export type AdminClientOptions = {
    * A `fetch` to use instead of the global one. By default the global `fetch` is looked up at
    * each call, not at creation, so a mock installed later (msw) is still seen.
    */
-  fetch?: (request: Request) => Promise<Response>;
+  fetch?: ((request: Request) => Promise<Response>) | undefined;
   /**
    * Checks every answer against the spec's schema; pass `validateResponses` (root entry). A
    * body that does not match throws `ResponseValidationError`. Absent: answers are trusted,
    * and zod is not bundled.
    */
-  validate?: ResponseValidator;
+  validate?: ResponseValidator | undefined;
   /** A default `timeoutMs` for every call (see {@link CallOptions}). None by default. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 } & (
   | {
       /** A fixed bearer token. */
       token: string;
       /** Not with `token`. */
-      getToken?: never;
+      getToken?: never | undefined;
     }
   | {
       /** Called before every call for the bearer token (so a refreshed one is used); its failure rejects the call as it is. */
       getToken: TokenProvider;
       /** Not with `getToken`. */
-      token?: never;
+      token?: never | undefined;
     }
 );
 
 /** Per-call options of every admin method. */
 export interface CallOptions {
   /** Aborts the call; the abort is re-thrown as it is (an `AbortError`, or the signal's reason). */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Gives up after this many ms with a `TimeoutError`. Overrides the client's default. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 /**
@@ -85,12 +86,18 @@ export interface CallOptions {
  */
 export interface AdminClient {
   /** Mints a join code (`POST /v1/admin/cluster/join-codes`). The answer's `code` and `url` are shown once; never log them. */
-  mintJoinCode(request?: ApiSchemas["JoinCodeRequest"], options?: CallOptions): Promise<ApiSchemas["MintedJoinCode"]>;
+  mintJoinCode(
+    request?: Input<ApiSchemas["JoinCodeRequest"]>,
+    options?: CallOptions,
+  ): Promise<ApiSchemas["MintedJoinCode"]>;
   /** Every join code, newest first, never the codes themselves (`GET /v1/admin/cluster/join-codes`). */
   listJoinCodes(options?: CallOptions): Promise<ApiSchemas["JoinCodeList"]>;
   /** Revokes a join code at once (`DELETE /v1/admin/cluster/join-codes/{codeId}`). */
   revokeJoinCode(codeId: string, options?: CallOptions): Promise<ApiSchemas["JoinCode"]>;
-  /** Every registration, newest first (`GET /v1/admin/cluster/joins`). */
+  /**
+   * Every registration, newest first, and how many more machines the cluster can take
+   * (`capacity`, when the founder says) (`GET /v1/admin/cluster/joins`).
+   */
   listNodeJoins(options?: CallOptions): Promise<ApiSchemas["NodeJoinList"]>;
   /**
    * One long poll of the registrations (`GET /v1/admin/cluster/joins?waitSeconds=N` with
@@ -106,27 +113,38 @@ export interface AdminClient {
   /** Approves a machine with its assignment; all defaults without one (`POST …/joins/{joinId}/approve`). */
   approveNodeJoin(
     joinId: string,
-    approval?: ApiSchemas["Approval"],
+    approval?: Input<ApiSchemas["Approval"]>,
     options?: CallOptions,
   ): Promise<ApiSchemas["NodeJoin"]>;
   /**
    * The complete assignment {@link AdminClient.approveNodeJoin} with the same `approval` would
    * apply now, defaults filled in and addresses allocated, without approving
    * (`POST …/joins/{joinId}/approval-preview`): for a console that shows the operator what
-   * will be applied before it approves. Refused exactly as the approval would be (409
-   * `JOIN_APPROVAL_REFUSED` with field errors, 409 `JOIN_STATE_CONFLICT`, 404); changes nothing.
+   * will be applied before it approves. Refused exactly as the approval would be: a
+   * `StratumApiError` 409 `JOIN_APPROVAL_REFUSED` with field errors (which the founder answers
+   * in the preview's `refusal`, with 200, so a browser logs no failed request), 409
+   * `JOIN_STATE_CONFLICT`, 404; changes nothing.
    */
   previewApproval(
     joinId: string,
-    approval?: ApiSchemas["Approval"],
+    approval?: Input<ApiSchemas["Approval"]>,
     options?: CallOptions,
-  ): Promise<ApiSchemas["ApprovalPreview"]>;
+  ): Promise<{
+    /** The complete assignment the approval would apply. */
+    assignment: ApiSchemas["Assignment"];
+  }>;
   /** Rejects a machine, with a reason (`POST …/joins/{joinId}/reject`). */
   rejectNodeJoin(
     joinId: string,
-    rejection: ApiSchemas["Rejection"],
+    rejection: Input<ApiSchemas["Rejection"]>,
     options?: CallOptions,
   ): Promise<ApiSchemas["NodeJoin"]>;
+  /**
+   * Expires a waiting join (`pending`, `needs-upgrade`) now (`POST …/joins/{joinId}/expire`):
+   * for a machine the cluster cannot take, its waiting slot freed at once; unlike a rejection,
+   * its key may register again later. Any other state is 409 `JOIN_STATE_CONFLICT`.
+   */
+  expireNodeJoin(joinId: string, options?: CallOptions): Promise<ApiSchemas["NodeJoin"]>;
   /** Queues a failed join again (`POST …/joins/{joinId}/retry`). */
   retryNodeJoin(joinId: string, options?: CallOptions): Promise<ApiSchemas["NodeJoin"]>;
   /**
@@ -138,7 +156,7 @@ export interface AdminClient {
    */
   failNodeJoin(
     joinId: string,
-    failure: ApiSchemas["JoinFailure"],
+    failure: Input<ApiSchemas["JoinFailure"]>,
     options?: CallOptions,
   ): Promise<ApiSchemas["NodeJoin"]>;
   /** The members and the membership generation (`GET /v1/admin/cluster/members`). */
@@ -149,7 +167,7 @@ export interface AdminClient {
   rotateClusterCa(options?: CallOptions): Promise<ApiSchemas["CaRotation"]>;
   /** Marks a cluster upgrade in progress or over (`PUT /v1/admin/cluster/upgrade`; reference server). */
   setClusterUpgrade(
-    upgrade: ApiSchemas["ClusterUpgrade"],
+    upgrade: Input<ApiSchemas["ClusterUpgrade"]>,
     options?: CallOptions,
   ): Promise<ApiSchemas["ClusterUpgrade"]>;
   /**
@@ -169,7 +187,7 @@ export interface AdminClient {
 /** What a wrapped call may accept besides a 2xx. */
 interface Accepts {
   /** Takes a 304 (a long poll that saw no change) as an answer, not a refusal. */
-  notModified?: boolean;
+  notModified?: boolean | undefined;
 }
 
 /** What every wrapped call hands openapi-fetch on top of its own arguments. */
@@ -193,6 +211,7 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     throw new StratumError("INVALID_ARGUMENT", "createAdminClient needs a token or a getToken function");
   }
   const resolveToken = async (): Promise<string> => (getToken ? await getToken() : (token as string));
+  checkBaseUrl(baseUrl);
 
   const raw = createClient<paths>({
     baseUrl,
@@ -299,7 +318,7 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     );
     const answered = response?.headers.get("ETag") ?? undefined;
     if (response?.status === 304) return { changed: false, etag: answered ?? etag! };
-    return { changed: true, items: data.items, etag: answered };
+    return { changed: true, items: data.items, ...(data.capacity ? { capacity: data.capacity } : {}), etag: answered };
   }
 
   const JOIN_CODES = "/v1/admin/cluster/join-codes";
@@ -310,6 +329,7 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
   const APPROVAL_PREVIEW = "/v1/admin/cluster/joins/{joinId}/approval-preview";
   const REJECT = "/v1/admin/cluster/joins/{joinId}/reject";
   const RETRY = "/v1/admin/cluster/joins/{joinId}/retry";
+  const EXPIRE = "/v1/admin/cluster/joins/{joinId}/expire";
   const FAIL = "/v1/admin/cluster/joins/{joinId}/fail";
   const MEMBERS = "/v1/admin/cluster/members";
   const NETWORKS = "/v1/admin/cluster/networks";
@@ -338,18 +358,33 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
         (init) => raw.POST(APPROVE, { ...init, params: { path: { joinId } }, body: approval ?? {} }),
         o,
       ),
-    previewApproval: (joinId, approval, o) =>
-      call(
+    previewApproval: async (joinId, approval, o) => {
+      const preview = await call(
         "previewApproval",
         `POST ${APPROVAL_PREVIEW}`,
         (init) => raw.POST(APPROVAL_PREVIEW, { ...init, params: { path: { joinId } }, body: approval ?? {} }),
         o,
-      ),
+      );
+      // The refusal the approval would get, thrown as the approval would throw it.
+      if (preview.refusal) throw new StratumApiError(preview.refusal.status, preview.refusal);
+      if (!preview.assignment)
+        throw new ResponseValidationError(`POST ${APPROVAL_PREVIEW}`, [
+          { path: "", message: "neither an assignment nor a refusal" },
+        ]);
+      return { assignment: preview.assignment };
+    },
     rejectNodeJoin: (joinId, rejection, o) =>
       call(
         "rejectNodeJoin",
         `POST ${REJECT}`,
         (init) => raw.POST(REJECT, { ...init, params: { path: { joinId } }, body: rejection }),
+        o,
+      ),
+    expireNodeJoin: (joinId, o) =>
+      call(
+        "expireNodeJoin",
+        `POST ${EXPIRE}`,
+        (init) => raw.POST(EXPIRE, { ...init, params: { path: { joinId } } }),
         o,
       ),
     retryNodeJoin: (joinId, o) =>
@@ -370,4 +405,26 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     raw,
   };
   return client;
+}
+
+/**
+ * Refuses at once a `baseUrl` no call could ever use: not an absolute `http://` or `https://`
+ * URL (`127.0.0.1:8080` parses as the scheme `127.0.0.1:`, `ftp://…` is not HTTP). A page may
+ * name the API by a path on its own origin (`/`, `/api`). Without this, `watchJoins` would take
+ * each failed call for a network error and retry it forever.
+ */
+function checkBaseUrl(baseUrl: unknown): void {
+  const inPage = typeof (globalThis as { location?: unknown }).location === "object";
+  if (typeof baseUrl === "string" && inPage && baseUrl.startsWith("/")) return;
+  let url: URL | undefined;
+  try {
+    url = new URL(String(baseUrl));
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || !url.hostname)
+    throw new StratumError(
+      "INVALID_ARGUMENT",
+      `the admin API's baseUrl ${JSON.stringify(String(baseUrl).slice(0, 100))} is not an http:// or https:// URL (e.g. https://192.0.2.240 or http://127.0.0.1:8080)`,
+    );
 }

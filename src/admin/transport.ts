@@ -6,15 +6,16 @@
  */
 
 /**
- * `approveNodeJoin: POST /v1/admin/cluster/joins/nj-8w2k4m1p/approve to 192.0.2.240`: the
- * method, the path as sent (ids filled in) and the host, for a message about a call that got
- * no answer. The query and the headers (the token) are left out. Before the request is built,
- * only the host of `baseUrl` is known.
+ * `POST /v1/admin/cluster/joins/nj-8w2k4m1p/approve to 192.0.2.240`: the method, the path as
+ * sent (ids filled in) and the host, for a message about a call that got no answer; a person
+ * reads it, so the operation is named as the API's reference names it, not by its
+ * `operationId`. The query and the headers (the token) are left out. Before the request is
+ * built, only the host of `baseUrl` is known.
  */
 export function describeUnanswered(operationId: string, request: Request | undefined, baseUrl: string): string {
   if (request) {
     const url = new URL(request.url);
-    return `${operationId}: ${request.method} ${url.pathname} to ${url.host}`;
+    return `${request.method} ${url.pathname} to ${url.host}`;
   }
   let host = baseUrl;
   try {
@@ -22,7 +23,7 @@ export function describeUnanswered(operationId: string, request: Request | undef
   } catch {
     // an unparsable baseUrl is named as it is (it holds no token)
   }
-  return `${operationId} to ${host}`;
+  return `the admin API (${operationId}) at ${host}`;
 }
 
 /**

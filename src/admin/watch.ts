@@ -11,7 +11,7 @@
 
 import { retryDelay, sleep, throwIfAborted, type BackoffOptions } from "../core/retry.js";
 import { NetworkError, StratumApiError, StratumError, TimeoutError } from "../errors/index.js";
-import type { NodeJoin } from "../types.js";
+import type { JoinCapacity, NodeJoin } from "../types.js";
 
 /**
  * How long one long poll asks the founder to hold it, in seconds: under the protocol's 30, and
@@ -55,38 +55,38 @@ export interface WatchJoinsOptions {
    * a pending `next()` rejects with it, and after an abort between iterations the next
    * `next()` does. Breaking out of the loop stops the watch without an error.
    */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /**
    * The pause between two polls when the founder cannot long-poll (it sends no `ETag`), in ms.
    * Default 2 000.
    */
-  intervalMs?: number;
+  intervalMs?: number | undefined;
   /**
    * How long each long poll asks the founder to hold it for a change, in seconds (1 to 30).
    * Default 25. A change is yielded as soon as it happens, whatever this is.
    */
-  waitSeconds?: number;
+  waitSeconds?: number | undefined;
   /** Spacing of the retries after a failed poll (full jitter; `Retry-After` wins when the server sends it). */
-  backoff?: BackoffOptions;
+  backoff?: BackoffOptions | undefined;
   /**
    * Per-poll timeout in ms, on top of the time a long poll is held (`waitSeconds`); a poll that
    * runs out is retried like a network failure.
    */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** Told of every failed poll that will be retried, and after how long: a console can show "reconnecting". */
-  onRetry?: (error: StratumError, delayMs: number) => void;
+  onRetry?: ((error: StratumError, delayMs: number) => void) | undefined;
 }
 
 /** What {@link JoinLister.pollNodeJoins} is asked. */
 export interface PollNodeJoinsOptions {
   /** The `ETag` of the list the caller has; absent, the list is answered at once. */
-  etag?: string;
+  etag?: string | undefined;
   /** With `etag`: how long the founder may hold the request for a change, in seconds (0 to 30). */
-  waitSeconds?: number;
+  waitSeconds?: number | undefined;
   /** Aborts the poll; the abort is re-thrown as it is. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Gives up this many ms after the wait (not counting the `waitSeconds` the founder may hold it). */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 /** What one long poll of the join list found. */
@@ -96,6 +96,8 @@ export type JoinListPoll =
       changed: true;
       /** The joins, newest first. */
       items: NodeJoin[];
+      /** How many more machines the cluster can take, when the founder says (the list's `capacity`). */
+      capacity?: JoinCapacity;
       /** The new list's `ETag`; undefined when the founder sends none (it cannot long-poll). */
       etag: string | undefined;
     }

@@ -1,13 +1,14 @@
 /**
  * Commands as data: each declares its flags once, and the same declaration drives
- * `node:util` `parseArgs`, `--help` (help.ts) and the test that the README's CLI reference
- * documents every flag.
+ * `node:util` `parseArgs`, `--help` (help.ts) and the CLI reference, docs/cli.md, which
+ * `npm run docs:cli` (scripts/cli-reference.ts) writes from it.
  * @module
  */
 
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { StratumError } from "../errors/index.js";
 import type { Output } from "./output.js";
+import { closest } from "./suggest.js";
 
 /**
  * An error of the CLI itself: `USAGE` (a flag or argument is missing or wrong; exit 2),
@@ -33,17 +34,17 @@ export class CliError extends StratumError {
 export interface FlagSpec {
   type: "string" | "boolean";
   /** May be given more than once (the values are collected in order). */
-  multiple?: boolean;
+  multiple?: boolean | undefined;
   /** A one-letter alias. */
-  short?: string;
+  short?: string | undefined;
   /** The value's placeholder in help, e.g. `DIR`. */
-  value?: string;
+  value?: string | undefined;
   /** One line of help. */
   description: string;
   /** An environment variable read when the flag is absent. */
-  env?: string;
+  env?: string | undefined;
   /** Accepted but not shown in help: an old spelling kept so that existing scripts go on working. */
-  hidden?: boolean;
+  hidden?: boolean | undefined;
 }
 
 /** A positional argument of a command. */
@@ -51,7 +52,7 @@ export interface PositionalSpec {
   name: string;
   description: string;
   /** Absent means required. */
-  optional?: boolean;
+  optional?: boolean | undefined;
 }
 
 /** What a command's `run` receives. */
@@ -65,7 +66,7 @@ export interface CommandContext {
   /** Stderr is a terminal: progress bars and the updating retry line are drawn. */
   isTTY: boolean;
   /** Standard input, for `--log -`. */
-  stdin?: AsyncIterable<string | Uint8Array>;
+  stdin?: AsyncIterable<string | Uint8Array> | undefined;
 }
 
 /** One example of a command's `--help`: what it is for, then the command line. */
@@ -94,13 +95,23 @@ export interface CommandSpec {
   /** One line, for the command list. */
   summary: string;
   /** More help, shown by `--help` after the usage. */
-  details?: string;
-  positionals?: readonly PositionalSpec[];
+  details?: string | undefined;
+  positionals?: readonly PositionalSpec[] | undefined;
   flags: Readonly<Record<string, FlagSpec>>;
   /** Shown under `Examples:` in `--help`. */
-  examples?: readonly CommandExample[];
+  examples?: readonly CommandExample[] | undefined;
+  /**
+   * The shape of the one JSON document `--json` prints on success, for a script to read
+   * (`{joinId, state, …}`; `?` marks a field that may be absent).
+   */
+  result: string;
   /** Loads what the command does: a dynamic `import()` of its action module. */
   load(): Promise<CommandAction>;
+  /**
+   * Which flag fixes a field the API refused (`mgmt.address` → "fix with --address"), said
+   * after each field error of a refusal; undefined for a field no flag sets.
+   */
+  fieldHint?(field: string): string | undefined;
 }
 
 /** The flags every command takes. */
@@ -125,6 +136,14 @@ export const TARGET_FLAGS: Readonly<Record<string, FlagSpec>> = {
   code: { type: "string", value: "CODE", description: "the join code, instead of --url (with --endpoint)" },
 };
 
+/** The `--secrets` flag of every command that writes a delivery (src/cli/delivery.ts reads it). */
+export const SECRETS_FLAG: FlagSpec = {
+  type: "string",
+  value: "FILE",
+  description:
+    'where each secret of the delivery goes: JSON, field → {"file": PATH}, {"env": PATH, "name": NAME}, {"command": [ARGV…]} (the secret on stdin) or {"tpm": PATH} (sealed to this machine\'s TPM)',
+};
+
 /** Parses `args` for `spec`; unknown flags, missing values and wrong positional counts are `USAGE` errors. */
 export function parseCommandArgs(
   spec: CommandSpec,
@@ -144,8 +163,7 @@ export function parseCommandArgs(
   try {
     parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
   } catch (error) {
-    // parseArgs errors name the flag only, never its value, so they are safe to show.
-    throw new CliError("USAGE", (error as Error).message, { command: spec.path.join(" ") });
+    throw new CliError("USAGE", parseFailure(error, spec, Object.keys(flags)), { command: spec.path.join(" ") });
   }
   const values: ParsedArgs["values"] = {};
   for (const [name, flag] of Object.entries(flags)) {
@@ -173,6 +191,28 @@ export function parseCommandArgs(
     });
   }
   return { values, positionals: parsed.positionals };
+}
+
+/**
+ * What `parseArgs` refused, in the CLI's words: an unknown flag with the closest known one
+ * (`--wiat` → "did you mean --wait?"), a flag without its value. Its own text ("To specify a
+ * positional argument starting with a '-', place it after '--'") is for other programs. Only
+ * the flag's name is repeated, never a value (it may be a secret).
+ */
+function parseFailure(error: unknown, spec: CommandSpec, known: readonly string[]): string {
+  const message = (error as Error).message;
+  const command = spec.path.join(" ");
+  const unknown = /^Unknown option '(-{1,2})([^']*)'/.exec(message);
+  if (unknown) {
+    const guess = closest(unknown[2]!, known);
+    return `unknown flag ${unknown[1]}${unknown[2]} for ${command}${guess ? `; did you mean --${guess}?` : ""}`;
+  }
+  const missing = /^Option '(-[^ ']+(?:, )?)?(--[^ ']+)[^']*' argument missing/.exec(message);
+  if (missing) return `${missing[2]} needs a value`;
+  const typed = /^Option '(--[^ ']+)[^']*' does not take an argument/.exec(message);
+  if (typed) return `${typed[1]} takes no value`;
+  // Other parseArgs errors name the flag only, never its value, so they are safe to show.
+  return message;
 }
 
 /** A string flag's value, or a `USAGE` error naming it when it is required and absent. */

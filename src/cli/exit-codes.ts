@@ -21,8 +21,9 @@ export interface ExitCodeRow {
 }
 
 /**
- * The table, as the README's CLI reference documents it. Order matters only for reading; a code appears in
- * one row. `130` (interrupted) is not an error code: the run was stopped by Ctrl-C (SIGINT).
+ * The table, as `stratum-join help exit-codes` and docs/cli.md show it. Order matters only for
+ * reading; a code appears in one row. `130` (interrupted) is not an error code: the run was
+ * stopped by Ctrl-C (SIGINT).
  */
 export const EXIT_CODE_TABLE: readonly ExitCodeRow[] = [
   { exit: 0, summary: "success", meaning: "success", codes: [] },
@@ -126,8 +127,17 @@ export const EXIT_CODE_TABLE: readonly ExitCodeRow[] = [
   {
     exit: 13,
     summary: "refused as it stands: fix the input or wait",
-    meaning: "the request was refused as it stands: fix the input (see error.errors) or wait for another state",
-    codes: ["INVALID_INPUT", "JOIN_APPROVAL_REFUSED", "JOIN_STATE_CONFLICT", "RANGE_NOT_SATISFIABLE", "NO_UPGRADE"],
+    meaning:
+      "the request was refused as it stands: fix the input (see error.errors, or the secrets with no destination in error.fields) or wait for another state",
+    codes: [
+      "INVALID_INPUT",
+      "JOIN_APPROVAL_REFUSED",
+      "JOIN_STATE_CONFLICT",
+      "RANGE_NOT_SATISFIABLE",
+      "NO_UPGRADE",
+      "SECRET_DESTINATION_MISSING",
+      "SECRET_DESTINATION_INVALID",
+    ],
   },
   {
     exit: 14,
@@ -138,13 +148,17 @@ export const EXIT_CODE_TABLE: readonly ExitCodeRow[] = [
   {
     exit: 15,
     summary: "a local file or directory cannot be used",
-    meaning: "local state: the identity directory, session file, delivery directory or another file cannot be used",
+    meaning:
+      "local state: the identity directory, session file, delivery directory, a secret's destination, the TPM or another file cannot be used",
     codes: [
       "IDENTITY_INVALID",
       "IDENTITY_MISMATCH",
       "JOIN_SESSION_INVALID",
       "JOIN_SESSION_MISSING",
       "DELIVERY_WRITE_FAILED",
+      "SECRET_DESTINATION_FAILED",
+      "TPM_UNAVAILABLE",
+      "TPM_FAILED",
       "INVENTORY_FAILED",
       "INVENTORY_UNSUPPORTED",
       "FILE_ERROR",
@@ -156,6 +170,20 @@ export const EXIT_CODE_TABLE: readonly ExitCodeRow[] = [
     meaning:
       "the release download failed (retries exhausted, refused, disk full); the .partial files stay, run again to resume",
     codes: ["RELEASE_DOWNLOAD_FAILED"],
+  },
+  {
+    exit: 17,
+    summary: "this JavaScript runtime cannot do it; run it on Node",
+    meaning:
+      "this JavaScript runtime lacks what the command needs (Deno: the TLS exporter a join code's proof is bound to); run it on Node 20.19+ (or Bun)",
+    codes: ["RUNTIME_UNSUPPORTED"],
+  },
+  {
+    exit: 18,
+    summary: "still waiting: the wait ran out while the cluster answers",
+    meaning:
+      "still waiting: --timeout ran out while the cluster answered; the registration is where it was (see error.registration, e.g. pending, waiting for an operator); run the same command again to go on waiting",
+    codes: ["STILL_WAITING"],
   },
   {
     exit: 130,
@@ -173,6 +201,22 @@ export const EXIT_UNEXPECTED = 1;
 export const EXIT_USAGE = 2;
 /** Exit code of a run stopped by Ctrl-C. */
 export const EXIT_INTERRUPTED = 130;
+/** Exit code of a run stopped by SIGTERM (128 + 15, as a shell reports a process it killed). */
+export const EXIT_TERMINATED = 143;
+
+/** True for the exit code of a run stopped by a signal (Ctrl-C or SIGTERM). */
+export function isInterruption(exitCode: number): boolean {
+  return exitCode === EXIT_INTERRUPTED || exitCode === EXIT_TERMINATED;
+}
+
+/**
+ * The exit code of a run its signal stopped: SIGTERM's when the signal's reason says so
+ * (`{ exitCode: 143 }`, as the executable aborts on SIGTERM), else Ctrl-C's.
+ */
+function interruptedExitCode(signal: AbortSignal | undefined): number {
+  const code = (signal?.reason as { exitCode?: unknown } | undefined)?.exitCode;
+  return code === EXIT_TERMINATED ? EXIT_TERMINATED : EXIT_INTERRUPTED;
+}
 
 const BY_CODE = new Map<string, number>();
 for (const row of EXIT_CODE_TABLE)
@@ -200,7 +244,7 @@ export function exitCodeForCode(code: string): number {
  * shape, since waits re-throw the signal's reason as it is.
  */
 export function exitCodeFor(error: unknown, signal?: AbortSignal): number {
-  if (signal?.aborted || isAbortError(error)) return EXIT_INTERRUPTED;
+  if (signal?.aborted || isAbortError(error)) return interruptedExitCode(signal);
   if (!StratumError.is(error)) return EXIT_UNEXPECTED;
   const known = BY_CODE.get(error.code);
   if (known !== undefined) return known;

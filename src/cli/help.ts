@@ -1,7 +1,8 @@
 /**
  * The help a person reads at a terminal: wrapped to its width (80 columns when it is unknown,
  * e.g. in a pipe), commands grouped by who runs them, examples for each command, and the exit
- * codes, so nobody needs the README open beside the terminal.
+ * codes, so nobody needs a web page open beside the terminal. The same declarations make the
+ * CLI reference, docs/cli.md (scripts/cli-reference.ts).
  * @module
  */
 
@@ -175,13 +176,92 @@ export function commandHelp(spec: CommandSpec, layout: HelpLayout): string {
     ),
   );
   if (spec.examples?.length) lines.push("", heading("Examples:"), ...examples(spec, layout));
+  lines.push("", heading("With --json:"), ...wrap(spec.result, width, 2));
   lines.push("", ...wrap("Exit codes: stratum-join help exit-codes", width));
   return `${lines.join("\n")}\n`;
 }
 
+/** The first words of the commands that come in groups (`admin mint`, `release sign`). */
+export const GROUP_WORDS: ReadonlySet<string> = new Set(["code", "release", "admin"]);
+
+/** An environment variable the CLI reads, beside those a flag falls back to (`FlagSpec.env`). */
+export interface EnvironmentVariable {
+  name: string;
+  /** The commands that read it, in words. */
+  usedBy: string;
+  /** What it does. */
+  meaning: string;
+}
+
+/** The environment variables no flag names: listed by `--help` and the CLI reference. */
+export const ENVIRONMENT: readonly EnvironmentVariable[] = [
+  {
+    name: "STRATUM_DEBUG",
+    usedBy: "every command",
+    meaning: "set to anything: a failure also prints its stack trace (without --json)",
+  },
+  {
+    name: "NO_COLOR",
+    usedBy: "every command",
+    meaning: "set and not empty: no colour or emphasis, even on a terminal",
+  },
+  {
+    name: "FORCE_COLOR",
+    usedBy: "every command",
+    meaning: "colour and emphasis even in a pipe (0 or false: none); wins over NO_COLOR",
+  },
+  {
+    name: "COLUMNS",
+    usedBy: "--help",
+    meaning: "the width help is wrapped to when the terminal's is unknown (default 80)",
+  },
+  {
+    name: "TPM2TOOLS_TCTI",
+    usedBy: "register, status, unseal",
+    meaning: 'the TPM of {"tpm": FILE} destinations, as tpm2-tools reads it (default /dev/tpmrm0)',
+  },
+  {
+    name: "HTTPS_PROXY, NO_PROXY",
+    usedBy: "register, release download",
+    meaning:
+      "the HTTP proxy to reach a release mirror through, as curl reads them; --proxy wins; never for the founder",
+  },
+];
+
+/**
+ * Every environment variable of the CLI: those flags fall back to (with the flag, and the
+ * commands that have it), then {@link ENVIRONMENT}.
+ */
+export function environmentVariables(commands: readonly CommandSpec[]): EnvironmentVariable[] {
+  const byName = new Map<string, { flag: string; users: string[] }>();
+  for (const command of commands)
+    for (const [name, flag] of Object.entries(command.flags)) {
+      if (!flag.env) continue;
+      const entry = byName.get(flag.env) ?? { flag: name, users: [] };
+      entry.users.push(command.path.join(" "));
+      byName.set(flag.env, entry);
+    }
+  const fromFlags = [...byName].map(([name, { flag, users }]) => {
+    const group = users[0]!.split(" ")[0]!;
+    const wholeGroup =
+      GROUP_WORDS.has(group) &&
+      commands.filter((c) => c.path[0] === group).every((c) => users.includes(c.path.join(" ")));
+    return {
+      name,
+      usedBy: wholeGroup ? `every ${group} command` : users.join(", "),
+      meaning: `instead of --${flag}`,
+    };
+  });
+  return [...fromFlags, ...ENVIRONMENT];
+}
+
 /** Who runs which commands: the order and the headings of `stratum-join --help`. */
 export const COMMAND_GROUPS = [
-  { name: "joiner", title: "On the joining machine", words: ["code", "check", "register", "progress", "status"] },
+  {
+    name: "joiner",
+    title: "On the joining machine",
+    words: ["code", "check", "register", "progress", "status", "unseal"],
+  },
   { name: "release", title: "Releases: keys, signed manifests, verified downloads", words: ["release"] },
   { name: "admin", title: "On the founder: the admin API (join codes and joins)", words: ["admin"] },
 ] as const;
@@ -227,6 +307,13 @@ export function mainHelp(commands: readonly CommandSpec[], layout: HelpLayout): 
       style.bold,
     ),
     "",
+    style.bold("Environment:"),
+    ...columns(
+      environmentVariables(commands).map((v) => [v.name, `${v.meaning} (${v.usedBy})`] as const),
+      layout,
+      style.bold,
+    ),
+    "",
     style.bold("Exit codes:"),
     ...columns(
       EXIT_CODE_TABLE.map((row) => [String(row.exit).padStart(3), row.summary] as const),
@@ -260,17 +347,14 @@ export function groupHelp(commands: readonly CommandSpec[], group: string, layou
   ].join("\n")}\n`;
 }
 
+/** What `stratum-join help exit-codes` and the CLI reference say before the table. */
+export const EXIT_CODES_NOTE =
+  "The exit code says what to do next; with --json, error.code says exactly what happened. An API refusal without a problem code exits by its status: 401/403 12, 404 14, 429/503 8, 400/409/422 13, any other 1.";
+
 /** `stratum-join help exit-codes`: every exit code, what it means, and the error codes behind it. */
 export function exitCodesHelp(layout: HelpLayout): string {
   const { style, width } = layout;
-  const lines = [
-    style.bold("Exit codes of stratum-join"),
-    "",
-    ...wrap(
-      "The exit code says what to do next; with --json, error.code says exactly what happened. An API refusal without a problem code exits by its status: 401/403 12, 404 14, 429/503 8, 400/409/422 13, any other 1.",
-      width,
-    ),
-  ];
+  const lines = [style.bold("Exit codes of stratum-join"), "", ...wrap(EXIT_CODES_NOTE, width)];
   for (const row of EXIT_CODE_TABLE) {
     const meaning = wrap(row.meaning, width, 5);
     lines.push("", `${style.bold(String(row.exit).padStart(3))}  ${meaning[0]!.slice(5)}`, ...meaning.slice(1));

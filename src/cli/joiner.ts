@@ -45,9 +45,37 @@ export function joinTargetOf(args: ParsedArgs, command: CommandSpec): JoinTarget
 export function retryNotice(ctx: CommandContext): (error: StratumError, delayMs: number) => void {
   return (error, delayMs) => {
     const seconds = Math.max(1, Math.ceil(delayMs / 1000));
-    const why = error instanceof StratumApiError ? "is busy" : "cannot be reached";
-    ctx.out.warn(`the join listener ${why} (${printable(causeOf(error))}); trying again in ${seconds} s`);
+    // A refusal says what it waits for (only its code and numbers, never the listener's text).
+    if (error instanceof StratumApiError) ctx.out.say(busyLine(error, delayMs));
+    else
+      ctx.out.warn(`the join listener cannot be reached (${printable(causeOf(error))}); trying again in ${seconds} s`);
   };
+}
+
+/**
+ * What a refusal that is waited out means, for a person at the machine: one line per wait,
+ * with what it waits for. Only what the code and the numbers say is repeated, never the
+ * listener's free text: a refusal of the first message (the KE1) comes before the listener
+ * proved it holds the code (docs/protocol.md#nothing-before-proof).
+ */
+export function busyLine(error: StratumApiError, delayMs: number): string {
+  const wait = `trying again in ${Math.max(1, Math.round(delayMs / 1000))} s`;
+  const waiting = error.details?.waiting;
+  const max = error.details?.maxWaiting;
+  switch (error.code) {
+    case "RATE_LIMITED":
+      return typeof waiting === "number" && typeof max === "number"
+        ? `the cluster turned the registration away for now: ${waiting} registrations already wait for an operator's decision, the most it keeps (${max}); approving, rejecting or expiring one frees a slot; ${wait}`
+        : `the join listener is rate limiting this address (RATE_LIMITED); ${wait}`;
+    case "JOIN_CODE_BUSY":
+      return `the join code is busy: other machines are proving it right now (JOIN_CODE_BUSY); ${wait}`;
+    case "UPGRADE_IN_PROGRESS":
+      return `the cluster is upgrading (UPGRADE_IN_PROGRESS); ${wait}`;
+    case "STORAGE_UNAVAILABLE":
+      return `the founder cannot save anything: its disk is full (STORAGE_UNAVAILABLE); ${wait}`;
+    default:
+      return `the join listener is busy (${error.status} ${printable(error.code)}); ${wait}`;
+  }
 }
 
 /** The transport's reason for a person: `ECONNREFUSED`, `503 UPGRADE_IN_PROGRESS`, `TIMEOUT`. */
@@ -80,17 +108,20 @@ export function describeState(unsafeView: Registration, style?: Style): string {
           ? `must upgrade itself from ${view.upgrade.from} to ${view.upgrade.to} first`
           : "must upgrade itself first";
       case "pending":
-        return `waiting for approval (pairing code ${view.pairingCode})`;
+        // waitReason is what follows "waiting for" (spec: Registration.waitReason).
+        return view.waitReason
+          ? `not approvable now (pairing code ${view.pairingCode}): waiting for ${view.waitReason}`
+          : `waiting for approval (pairing code ${view.pairingCode})`;
       case "approved":
-        return view.waitReason ? `approved; ${view.waitReason}` : "approved";
+        return view.waitReason ? `waiting for ${view.waitReason}` : "";
       case "delivering":
-        return "approved; the delivery is ready";
+        return "the delivery is ready";
       case "installing":
-        return "installing";
+        return "";
       case "joined":
         return "joined the cluster";
       case "failed":
-        return `failed${view.failedStep ? ` at ${view.failedStep}` : ""}${view.failedError ? `: ${view.failedError}` : ""} (an operator may retry it)`;
+        return `${failureOf(view)} (an operator may retry it)`;
       case "rejected":
         return `rejected${view.reason ? `: ${view.reason}` : ""}`;
       case "expired":
@@ -100,6 +131,18 @@ export function describeState(unsafeView: Registration, style?: Style): string {
     }
   })();
   return `state ${style ? style.state(view.state) : view.state}${extra ? ` — ${extra}` : ""}`;
+}
+
+/**
+ * A failure in words: by the step that failed, or, for the founder's own step names, by who
+ * ended it (`operator`: an operator failed it, `stalled`: the founder, after the machine went
+ * silent); "failed at operator" says nothing to a person.
+ */
+export function failureOf(view: Pick<Registration, "failedStep" | "failedError">): string {
+  const error = view.failedError ? `: ${view.failedError}` : "";
+  if (view.failedStep === "operator") return `failed by an operator${error}`;
+  if (view.failedStep === "stalled") return `failed by the founder${error}`;
+  return `failed${view.failedStep ? ` at step ${view.failedStep}` : ""}${error}`;
 }
 
 /** A progress line for the download. */
@@ -123,12 +166,12 @@ export async function downloadUpgrade(
     upgrade: DownloadReleaseOptions["upgrade"];
     destDir: string;
     trustedKeys: readonly string[];
-    threshold?: number;
-    mirrorCa?: string;
+    threshold?: number | undefined;
+    mirrorCa?: string | undefined;
     /** `--proxy`: the HTTP proxy to reach a mirror through (never the founder). */
-    proxy?: string;
-    session?: JoinSession;
-    identity?: MachineIdentity;
+    proxy?: string | undefined;
+    session?: JoinSession | undefined;
+    identity?: MachineIdentity | undefined;
   },
 ): Promise<DownloadedRelease> {
   const { upgrade } = options;

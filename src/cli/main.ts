@@ -15,7 +15,9 @@ const onSignal = (name: NodeJS.Signals) => {
   // a second one means "now", for anything that does not stop.
   if (signalled) process.exit(name === "SIGTERM" ? 143 : 130);
   signalled = name;
-  controller.abort();
+  // The reason carries SIGTERM's exit code, so the --json document says the code the process exits with.
+  const reason = new DOMException(`stopped by ${name}`, "AbortError");
+  controller.abort(name === "SIGTERM" ? Object.assign(reason, { exitCode: 143 }) : reason);
 };
 process.on("SIGINT", onSignal);
 process.on("SIGTERM", onSignal);

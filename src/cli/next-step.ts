@@ -35,8 +35,23 @@ const BY_CODE: Record<string, (doc: ErrorDocument, ctx: NextStepContext) => stri
     ctx.command.startsWith("admin")
       ? "Look at the join's state (stratum-join admin joins JOIN_ID): this needs another one."
       : "Look at the registration's state (stratum-join status --identity DIR): this needs another one.",
+  STILL_WAITING: () =>
+    "The cluster answers; the machine is waiting for an operator (or its turn, as said above). Run the same command again (the same --identity picks the registration up), or give a longer --timeout.",
+  RATE_LIMITED: (doc) =>
+    typeof (doc.details as { maxWaiting?: unknown } | undefined)?.maxWaiting === "number"
+      ? `The cluster's waiting slots are full: ask an operator to approve, reject or expire waiting machines (stratum-join admin joins), then run this again${typeof doc.retryAfter === "number" ? ` (in ${doc.retryAfter} s or later)` : ""}.`
+      : undefined,
   IDENTITY_MISMATCH: () => "Use the --identity directory this machine registered with.",
   JOIN_SESSION_MISSING: () => "Register first: stratum-join register --identity DIR …",
+  SECRET_DESTINATION_MISSING: (_doc, ctx) =>
+    `Write a --secrets FILE naming a destination for each field listed, then run 'stratum-join ${ctx.command === "status" ? "status --write-delivery" : ctx.command || "register"} --secrets FILE' again (see --help).`,
+  SECRET_DESTINATION_INVALID: () => "Fix that field's destination in the --secrets file and run this again.",
+  SECRET_DESTINATION_FAILED: () =>
+    "Fix the destination named above (its directory, the command), then write the delivery again: stratum-join status --identity DIR --write-delivery --secrets FILE.",
+  TPM_UNAVAILABLE: () =>
+    'Check the TPM: /dev/tpmrm0 (or TPM2TOOLS_TCTI) and tpm2-tools. Without a TPM, a tpm destination may allow plaintext by name: "withoutTpm": "plaintext".',
+  TPM_FAILED: () =>
+    "Only the TPM that sealed the file unseals it: run this on that machine, with its TPM as it was when the delivery was written.",
   INVENTORY_FAILED: () =>
     "Give the inventory with --inventory FILE, or send none with --no-inventory (the approval then needs an assignment naming the NICs).",
   INVENTORY_UNSUPPORTED: () =>
@@ -57,8 +72,10 @@ const BY_EXIT: Record<number, (doc: ErrorDocument, ctx: NextStepContext) => stri
   5: () => "Ask an operator for a new join code (stratum-join admin mint) and run this again with it.",
   8: (doc) =>
     typeof doc.retryAfter === "number" ? `Run this again in ${doc.retryAfter} s.` : "Run this again in a minute.",
-  9: () =>
-    "Check that this machine reaches the host named above (address, port, firewall, routes), then run this again; a wait picks up where it stopped.",
+  9: (_doc, ctx) =>
+    ctx.command.startsWith("admin")
+      ? "Check that the founder's admin API runs at the address named above (--api or STRATUM_API) and that this machine reaches it, then run this again."
+      : "Check that this machine reaches the host named above (address, port, firewall, routes), then run this again; a wait picks up where it stopped.",
   10: () =>
     "Someone may be on the line between this machine and the cluster. Do not approve this machine, do not retry blindly: check the network path first.",
   11: () => "Never install it. Check that --trusted-key names the cluster's release keys, and fetch the release again.",
@@ -72,6 +89,7 @@ const BY_EXIT: Record<number, (doc: ErrorDocument, ctx: NextStepContext) => stri
       : "Check that --identity is the directory this machine registered with.",
   15: () => "Check the file or directory named above: the path, its permissions, free space.",
   16: () => "Run the same command again: the download resumes from its .partial files.",
+  17: () => "Run this command with Node 20.19 or later (or Bun): npx stratum-join …",
 };
 
 // A refusal from a listener not proven at the time (docs/protocol.md#unproven): whatever it

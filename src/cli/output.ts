@@ -14,7 +14,7 @@
 import { describeClockOffset } from "../core/clock.js";
 import { redact } from "../core/redact.js";
 import { StratumError } from "../errors/index.js";
-import { EXIT_INTERRUPTED, exitCodeFor } from "./exit-codes.js";
+import { exitCodeFor, isInterruption } from "./exit-codes.js";
 import { nextSteps } from "./next-step.js";
 import { DEFAULT_WIDTH, wrap } from "./help.js";
 import {
@@ -44,20 +44,22 @@ export interface CliIo {
   /** Stderr is a terminal: progress bars and updating lines are drawn there, in colour. Without it, none. */
   isTTY: boolean;
   /** Stdout is a terminal: results are coloured. Default: as `isTTY`. */
-  stdoutIsTTY?: boolean;
+  stdoutIsTTY?: boolean | undefined;
   /** The terminal's width, for help; unknown (a pipe) means `COLUMNS`, else 80. */
-  columns?: number;
+  columns?: number | undefined;
   /** Standard input, read by `progress --log -`. */
-  stdin?: AsyncIterable<string | Uint8Array>;
+  stdin?: AsyncIterable<string | Uint8Array> | undefined;
   /** Aborted on Ctrl-C (main.ts wires SIGINT to it): waits and downloads stop, exit 130. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 /** Where a failed command was, for the error's next step. */
 export interface ErrorContext {
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** The command whose `--help` a usage error points to ("" for the top level). */
-  usageOf?: string;
+  usageOf?: string | undefined;
+  /** The flag that sets a refused field (`mgmt.address` → `--address`), said after its problem. */
+  fieldHint?: ((field: string) => string | undefined) | undefined;
 }
 
 /** The human or JSON face of one run. */
@@ -84,6 +86,14 @@ export class Output {
     return this.#io.isTTY;
   }
 
+  /**
+   * The width results are wrapped to: the terminal's (80 when unknown) when stdout is one;
+   * undefined in a pipe, where each line stays whole for grep and logs.
+   */
+  get resultWidth(): number | undefined {
+    return (this.#io.stdoutIsTTY ?? this.#io.isTTY) && !this.json ? (this.#io.columns ?? DEFAULT_WIDTH) : undefined;
+  }
+
   /** A line for the person running the command: stdout, or stderr with `--json` so stdout stays one document. */
   say(text = ""): void {
     this.clearProgress();
@@ -93,7 +103,8 @@ export class Output {
   /** A warning, always on stderr. */
   warn(text: string): void {
     this.clearProgress();
-    this.#io.stderr.write(`${this.errStyle.yellow(this.errStyle.bold("warning:"))} ${text}\n`);
+    const line = `${this.errStyle.yellow(this.errStyle.bold("warning:"))} ${text}`;
+    this.#io.stderr.write(`${this.#fit([line]).join("\n")}\n`);
   }
 
   /**
@@ -169,11 +180,15 @@ export class Output {
     );
     // After Ctrl-C the terminal has echoed "^C" where the cursor was: start a line of our own.
     const lines = [
-      `${exitCode === EXIT_INTERRUPTED && this.#io.isTTY ? "\n" : ""}${s.bold("stratum-join:")} ${s.red(s.bold(`${printable(document.code)}:`))} ${text}`,
+      `${isInterruption(exitCode) && this.#io.isTTY ? "\n" : ""}${s.bold("stratum-join:")} ${s.red(s.bold(`${printable(document.code)}:`))} ${text}`,
     ];
     const fieldErrors = document.errors as { field: string; message: string }[] | undefined;
-    for (const problem of fieldErrors ?? [])
-      lines.push(`  - ${printable(problem.field || "(request)")}: ${printable(problem.message)}`);
+    for (const problem of fieldErrors ?? []) {
+      const hint = options.fieldHint?.(problem.field);
+      lines.push(
+        `  - ${printable(problem.field || "(request)")}: ${printable(problem.message)}${hint ? ` (${hint})` : ""}`,
+      );
+    }
     const details = document.details as Record<string, unknown> | undefined;
     for (const [key, value] of Object.entries(details ?? {})) {
       if (["string", "number", "boolean"].includes(typeof value))
@@ -260,11 +275,16 @@ const FIELDS = [
   "proven",
   "claimedCode",
   "step",
+  "feature",
+  "runtime",
+  // SecretDestinationError: the bundle fields concerned, and those already in their homes.
+  "fields",
+  "placed",
 ] as const;
 
 /** The JSON form of any error a command threw. */
 export function errorDocument(error: unknown, exitCode: number): ErrorDocument {
-  if (exitCode === EXIT_INTERRUPTED) return { code: "ABORTED", message: "interrupted", exitCode };
+  if (isInterruption(exitCode)) return { code: "ABORTED", message: "interrupted", exitCode };
   if (!StratumError.is(error)) {
     const message = error instanceof Error ? error.message : String(error);
     return { code: "UNEXPECTED", message: `unexpected error: ${message}`, exitCode };
@@ -319,6 +339,34 @@ export function fingerprintLines(label: string, fingerprint: string, width = lab
   const bytes = fingerprint.split(":");
   if (bytes.length <= 16) return [`${label.padEnd(width)}${fingerprint}`];
   return [`${label.padEnd(width)}${bytes.slice(0, 16).join(":")}`, `${" ".repeat(width)}${bytes.slice(16).join(":")}`];
+}
+
+/**
+ * A moment for a person: `2026-11-30 21:29 UTC (in 3 h 12 min)`, or `(5 min ago)` once
+ * passed. UTC, since a machine being installed has no time zone worth trusting; `now` is the
+ * founder's time where the caller knows it (a clock that is off would count wrongly).
+ */
+export function formatMoment(iso: string, now: number = Date.now()): string {
+  const at = Date.parse(iso);
+  if (Number.isNaN(at)) return iso;
+  const text = `${new Date(at).toISOString().slice(0, 16).replace("T", " ")} UTC`;
+  const ms = at - now;
+  const span = duration(Math.abs(ms));
+  return `${text} (${ms >= 0 ? `in ${span}` : `${span} ago`})`;
+}
+
+/** A duration in at most two units: `45 s`, `3 min 12 s`, `3 h 12 min`, `2 d 4 h`. */
+export function duration(ms: number): string {
+  const s = Math.floor(ms / 1000);
+  const two = (big: number, bigUnit: string, small: number, smallUnit: string): string => {
+    const whole = Math.floor(s / big);
+    const rest = Math.floor((s % big) / small);
+    return rest ? `${whole} ${bigUnit} ${rest} ${smallUnit}` : `${whole} ${bigUnit}`;
+  };
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return two(60, "min", 1, "s");
+  if (s < 86400) return two(3600, "h", 60, "min");
+  return two(86400, "d", 3600, "h");
 }
 
 /** Bytes for a person: `12.3 MiB`. */

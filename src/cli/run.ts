@@ -9,6 +9,7 @@ import { CliError, parseCommandArgs, type CommandSpec } from "./args.js";
 import {
   adminApprove,
   adminCodes,
+  adminExpire,
   adminFail,
   adminJoins,
   adminMint,
@@ -22,10 +23,12 @@ import { progress } from "./commands/progress.js";
 import { register } from "./commands/register.js";
 import { releaseDownload, releaseKeygen, releaseSign, releaseVerify } from "./commands/release.js";
 import { status } from "./commands/status.js";
+import { unseal } from "./commands/unseal.js";
 import { EXIT_OK } from "./exit-codes.js";
-import { commandHelp, exitCodesHelp, groupHelp, helpWidth, mainHelp, type HelpLayout } from "./help.js";
+import { commandHelp, exitCodesHelp, GROUP_WORDS, groupHelp, helpWidth, mainHelp, type HelpLayout } from "./help.js";
 import { Output, type CliIo } from "./output.js";
 import { colourWanted, createStyle } from "./style.js";
+import { closest } from "./suggest.js";
 
 export type { CliIo, TextSink } from "./output.js";
 export { EXIT_CODE_TABLE, exitCodeFor, exitCodeForCode } from "./exit-codes.js";
@@ -37,6 +40,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   register,
   progress,
   status,
+  unseal,
   releaseKeygen,
   releaseSign,
   releaseVerify,
@@ -49,9 +53,8 @@ export const COMMANDS: readonly CommandSpec[] = [
   adminReject,
   adminRetry,
   adminFail,
+  adminExpire,
 ];
-
-const GROUPS = new Set(["code", "release", "admin"]);
 
 const GLOBAL_FLAGS = new Set(["--json", "--help", "-h", "--version"]);
 
@@ -82,6 +85,20 @@ function resolveCommand(argv: readonly string[]): { words: string[]; rest: strin
     }
   }
   return { words, rest: [...rest, ...argv.slice(i)] };
+}
+
+/**
+ * `unknown command "regster"; did you mean register?`: the closest command of the same group
+ * (`admin aprove` → `admin approve`), or of the top level.
+ */
+function unknownCommand(words: readonly string[]): string {
+  const typed = words.join(" ");
+  const group = words.length > 1 && GROUP_WORDS.has(words[0]!) ? words[0]! : undefined;
+  const candidates = group
+    ? COMMANDS.filter((c) => c.path[0] === group).map((c) => c.path.slice(1).join(" "))
+    : [...new Set(COMMANDS.map((c) => c.path[0]!))];
+  const guess = closest(group ? words.slice(1).join(" ") : words[0]!, candidates);
+  return `unknown command ${JSON.stringify(typed)}${guess ? `; did you mean ${group ? `${group} ` : ""}${guess}?` : ""}`;
 }
 
 /**
@@ -133,7 +150,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   }
   const spec = COMMANDS.find((c) => c.path.join(" ") === words.join(" "));
   if (!spec) {
-    if (words.length === 1 && GROUPS.has(words[0]!)) {
+    if (words.length === 1 && GROUP_WORDS.has(words[0]!)) {
       if (wantsHelp) {
         io.stdout.write(groupHelp(COMMANDS, words[0]!, layout("stdout")));
         return EXIT_OK;
@@ -141,7 +158,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       if (!json) io.stderr.write(groupHelp(COMMANDS, words[0]!, layout("stderr")));
       return out.error(new CliError("USAGE", `${words[0]} needs a command`), { usageOf: words[0]! });
     }
-    return out.error(new CliError("USAGE", `unknown command ${JSON.stringify(words.join(" "))}`), { usageOf: "" });
+    return out.error(new CliError("USAGE", unknownCommand(words)), { usageOf: "" });
   }
   const name = spec.path.join(" ");
   try {
@@ -157,6 +174,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     );
     return code ?? EXIT_OK;
   } catch (error) {
-    return out.error(error, { signal, usageOf: name });
+    return out.error(error, {
+      signal,
+      usageOf: name,
+      ...(spec.fieldHint ? { fieldHint: (field: string) => spec.fieldHint!(field) } : {}),
+    });
   }
 }

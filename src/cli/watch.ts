@@ -11,19 +11,18 @@
  * @module
  */
 
-import { join } from "node:path";
 import { isFinalState } from "../core/join-states.js";
 import { retryDelay, sleep } from "../core/retry.js";
 import { RegistrationEndedError, StratumApiError, StratumError, TimeoutError } from "../errors/index.js";
-import { writeDelivery, type WrittenDelivery } from "../node/delivery.js";
+import type { WrittenDelivery } from "../node/delivery.js";
 import type { MachineIdentity } from "../node/identity.js";
+import type { SecretDestinations } from "../node/secret-destinations.js";
 import type { JoinSession } from "../node/join-session.js";
 import { watchRegistration } from "../node/registration.js";
 import type { JoinState, Registration } from "../types.js";
 import type { CommandContext } from "./args.js";
-import { IDENTITY_FILES } from "./files.js";
+import { writeDeliveryOf } from "./delivery.js";
 import { causeOf, describeState } from "./joiner.js";
-import { printable } from "./style.js";
 
 // Between attempts while the listener is down: at least a second (so the countdown a person
 // sees is never "0 s" and a dead listener is not hammered), doubling to 15 s with full jitter.
@@ -75,6 +74,11 @@ class OutageReport {
     }
   }
 
+  /** True unless the listener is unreachable now (a wait began and no view came since). */
+  get answering(): boolean {
+    return this.#since === undefined;
+  }
+
   /** A view came: if the listener was unreachable, says so once. */
   answered(): void {
     if (this.#since === undefined) return;
@@ -89,20 +93,39 @@ class OutageReport {
   }
 }
 
+/**
+ * `register --wait … --timeout` ran out while the cluster answered: the registration is still
+ * where it was (`registration`), typically waiting for an operator. Not a network failure
+ * (exit 18, `STILL_WAITING`): running the same command again goes on waiting.
+ */
+export class StillWaitingError extends StratumError {
+  /** The last view of the registration. */
+  readonly registration: Registration;
+
+  constructor(message: string, registration: Registration) {
+    super("STILL_WAITING", message);
+    this.name = "StillWaitingError";
+    this.registration = registration;
+  }
+}
+
 /** What {@link waitForState} did. */
 export interface WaitOutcome {
   registration: Registration;
   /** Where the delivery was written, when one passed by. */
-  delivery?: WrittenDelivery;
+  delivery?: WrittenDelivery | undefined;
 }
 
 /**
  * Watches the registration until `until`, printing each change through `report` (pass the
  * reporter that printed the state before the wait, so that state is not printed again). The
- * first view that carries a delivery has it written to `DIR/delivery` (all files 0600),
- * whatever state is awaited: a machine waiting for `joined` must still keep what it was delivered.
- * @throws RegistrationEndedError in a final state other than `until`; TimeoutError after
- *   `timeoutMs`; the signal's reason on Ctrl-C
+ * first view that carries a delivery has it written to `DIR/delivery` (public files and the node
+ * key, 0600) and its secrets to `secrets`' destinations, whatever state is awaited: a machine
+ * waiting for `joined` must still keep what it was delivered.
+ * @throws RegistrationEndedError in a final state other than `until`; after `timeoutMs`,
+ *   StillWaitingError while the listener answers, TimeoutError while it does not;
+ *   SecretDestinationError (a secret without a destination: nothing written) and what
+ *   `writeDelivery` throws; the signal's reason on Ctrl-C
  */
 export async function waitForState(
   ctx: CommandContext,
@@ -111,8 +134,10 @@ export async function waitForState(
     identity: MachineIdentity;
     dir: string;
     until: JoinState;
-    timeoutMs?: number;
-    report?: (view: Registration) => void;
+    /** Where the delivery's secrets go (`--secrets`); without, a delivery that carries one is refused. */
+    secrets?: SecretDestinations | undefined;
+    timeoutMs?: number | undefined;
+    report?: ((view: Registration) => void) | undefined;
   },
 ): Promise<WaitOutcome> {
   const timeout = options.timeoutMs === undefined ? undefined : AbortSignal.timeout(options.timeoutMs);
@@ -120,6 +145,7 @@ export async function waitForState(
   const report = options.report ?? stateReporter(ctx);
   const outage = new OutageReport(ctx, options.session.endpoint);
   let delivery: WrittenDelivery | undefined;
+  let last: Registration | undefined;
   let failures = 0;
   try {
     for (;;) {
@@ -135,13 +161,10 @@ export async function waitForState(
         })) {
           failures = 0;
           outage.answered();
+          last = view;
           report(view);
-          if (view.delivery && !delivery) {
-            delivery = await writeDelivery(join(options.dir, IDENTITY_FILES.delivery), view.delivery);
-            ctx.out.say(
-              `delivery for ${printable(view.delivery.nodeId)} written to ${join(options.dir, IDENTITY_FILES.delivery)} (0600)`,
-            );
-          }
+          if (view.delivery && !delivery)
+            delivery = await writeDeliveryOf(ctx, options.dir, view.delivery, options.secrets);
           if (view.state === options.until) return { registration: view, ...(delivery ? { delivery } : {}) };
           if (isFinalState(view.state)) throw new RegistrationEndedError(view);
         }
@@ -154,8 +177,18 @@ export async function waitForState(
     }
   } catch (error) {
     if (timeout?.aborted && !ctx.signal.aborted) {
+      const seconds = Math.round(options.timeoutMs! / 1000);
+      // The listener answered all along: the wait ran out, not the network.
+      if (outage.answering && last) {
+        const extra = describeState(last).split(" — ")[1];
+        const still = last.state === "pending" && extra ? extra : `${last.state}${extra ? `: ${extra}` : ""}`;
+        throw new StillWaitingError(
+          `the registration did not reach ${options.until} within ${seconds} s: the cluster answers, and it is still ${still}`,
+          last,
+        );
+      }
       throw new TimeoutError(
-        `the registration did not reach ${options.until} within ${Math.round(options.timeoutMs! / 1000)} s`,
+        `the registration did not reach ${options.until} within ${seconds} s, and the join listener ${options.session.endpoint} is not answering`,
       );
     }
     throw error;

@@ -47,3 +47,57 @@ export function isFinalState(state: JoinState): boolean {
 export function isJoinState(value: unknown): value is JoinState {
   return typeof value === "string" && (JOIN_STATES as readonly string[]).includes(value);
 }
+
+/**
+ * What an operator does to a join: `approve` it (or preview its approval), `reject` it, `fail`
+ * a running one, `retry` a failed one, `expire` a waiting one.
+ */
+export type JoinAction = "approve" | "reject" | "fail" | "retry" | "expire";
+
+/**
+ * The states each {@link JoinAction} is allowed in, the one list the reference founder, the
+ * fake cluster of `@stratum/join/testing` and the console read (any other state: 409
+ * `JOIN_STATE_CONFLICT`):
+ *
+ * - `approve`: `pending`, and `failed` (queued again, as retry does). Not `needs-upgrade`: the
+ *   machine must register again on the cluster's release first (spec: "approving it is
+ *   refused, rejecting it is not").
+ * - `reject`: every state the join is not running or over in: `needs-upgrade`, `pending`,
+ *   `approved` and `failed`. A failed join holds its addresses and keeps the join listener
+ *   open until it is retried, so rejecting is how an operator ends one whose machine will
+ *   not come back.
+ * - `fail`: the running states, `delivering` and `installing`.
+ * - `retry`: `failed` only.
+ * - `expire`: the waiting states, `needs-upgrade` and `pending`: the waiting slot is freed at
+ *   once and the key may register again (unlike reject, which refuses the key for good).
+ */
+export const JOIN_ACTION_STATES: Readonly<Record<JoinAction, readonly JoinState[]>> = {
+  approve: ["pending", "failed"],
+  reject: ["needs-upgrade", "pending", "approved", "failed"],
+  fail: RUNNING_JOIN_STATES,
+  retry: ["failed"],
+  expire: WAITING_JOIN_STATES,
+};
+
+/** True when a join in `state` allows `action` ({@link JOIN_ACTION_STATES}). */
+export function joinAllows(state: JoinState, action: JoinAction): boolean {
+  return JOIN_ACTION_STATES[action].includes(state);
+}
+
+/**
+ * The two `failedStep` names that are the founder's own, not a step a joiner reported:
+ * `stalled` (the joiner was silent past the stall deadline, and the founder failed the join)
+ * and `operator` (an operator failed it, `failedError` the reason). Every other `failedStep` is
+ * a step "as the joiner named it" (spec: NodeJoin.failedStep), so a founder refuses a progress
+ * report that names a step so (400 `INVALID_INPUT` at `steps[i].name`): the two can never be
+ * told apart otherwise.
+ */
+export const FOUNDER_STEP_NAMES = ["stalled", "operator"] as const;
+
+/** One of {@link FOUNDER_STEP_NAMES}. */
+export type FounderStepName = (typeof FOUNDER_STEP_NAMES)[number];
+
+/** True for a step name only the founder gives ({@link FOUNDER_STEP_NAMES}). */
+export function isFounderStepName(name: string): boolean {
+  return (FOUNDER_STEP_NAMES as readonly string[]).includes(name);
+}

@@ -21,9 +21,9 @@ export function parseRetryAfter(value: string | null | undefined, now: number = 
 /** How a retry loop spaces its attempts. */
 export interface BackoffOptions {
   /** The first delay's ceiling in ms. Default 500. */
-  baseMs?: number;
+  baseMs?: number | undefined;
   /** The largest delay in ms. Default 30 000. */
-  maxMs?: number;
+  maxMs?: number | undefined;
 }
 
 /**

@@ -16,23 +16,23 @@ export interface FieldProblem {
 /** The parsed `application/problem+json` body of a refusal. */
 export interface ProblemBody {
   /** A URI naming the kind of problem. */
-  type?: string;
+  type?: string | undefined;
   /** A short summary of the kind of problem. */
-  title?: string;
+  title?: string | undefined;
   /** The HTTP status the server answered with. */
-  status?: number;
+  status?: number | undefined;
   /** A human explanation of this occurrence. */
-  detail?: string;
+  detail?: string | undefined;
   /** A URI naming this occurrence. */
-  instance?: string;
+  instance?: string | undefined;
   /** The server's id of the request, to quote when asking about it. */
-  requestId?: string;
+  requestId?: string | undefined;
   /** The spec's problem code (`JOIN_CODE_EXPIRED`, …). */
-  code?: string;
+  code?: string | undefined;
   /** What is wrong with each field of the request, when the request was refused for its fields. */
-  errors?: FieldProblem[];
+  errors?: FieldProblem[] | undefined;
   /** Facts particular to the code (`RELEASE_MISMATCH`: `clusterRelease`, …). */
-  details?: Record<string, unknown>;
+  details?: Record<string, unknown> | undefined;
 }
 
 /**

@@ -21,6 +21,7 @@ export {
   type ValidationIssue,
 } from "./api.js";
 export { NetworkError, TimeoutError } from "./transport.js";
+export { RuntimeUnsupportedError, runtimeName, type RuntimeFeature } from "./runtime.js";
 export {
   JoinProtocolError,
   IdentityError,
@@ -37,3 +38,4 @@ export {
   type ReleaseVerificationRule,
   type ReleaseDownloadFailure,
 } from "./release.js";
+export { SecretDestinationError, TpmError, type SecretDestinationErrorCode, type TpmErrorReason } from "./secrets.js";

@@ -11,7 +11,7 @@ const BRAND = Symbol.for("stratum.join.error");
  * failures one of the SDK's own codes (`JOIN_CODE_MALFORMED`, `NETWORK`, …).
  */
 export class StratumError extends Error {
-  /** A stable, machine-readable code; see the README's error table. */
+  /** A stable, machine-readable code; docs/errors.md lists them. */
   readonly code: string;
 
   constructor(code: string, message: string, options?: { cause?: unknown }) {

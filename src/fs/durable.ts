@@ -18,9 +18,9 @@ import { basename, dirname, join } from "node:path";
 /** Options of {@link writeFileDurably}. */
 export interface DurableWriteOptions {
   /** The file's mode, applied whatever the umask (default 0644; use 0600 for secrets). */
-  mode?: number;
+  mode?: number | undefined;
   /** Refuse (with `EEXIST`) instead of replacing a file already at the path. */
-  exclusive?: boolean;
+  exclusive?: boolean | undefined;
 }
 
 /**

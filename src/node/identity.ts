@@ -9,6 +9,7 @@ import { createPrivateKey, createPublicKey, X509Certificate as NodeX509Certifica
 import { inspect } from "node:util";
 import { IdentityError } from "../errors/index.js";
 import { normalizePem, pkcs8Pem, spkiFingerprint } from "./pki.js";
+import { loadX509 } from "./x509.js";
 
 /**
  * A machine identity. `keyPem` is readable but deliberately hidden from `util.inspect`,
@@ -88,7 +89,7 @@ function keyAlgorithm(key: KeyObject): string | undefined {
  *   shown in server logs, so no secret in it
  */
 export async function createMachineIdentity(
-  options: { algorithm?: IdentityAlgorithm; commonName?: string } = {},
+  options: { algorithm?: IdentityAlgorithm | undefined; commonName?: string | undefined } = {},
 ): Promise<MachineIdentity> {
   const algorithm = options.algorithm ?? DEFAULT_ALGORITHM;
   const params: EcKeyGenParams | Algorithm =
@@ -96,7 +97,7 @@ export async function createMachineIdentity(
   const signingAlgorithm: Algorithm | EcdsaParams =
     algorithm === "Ed25519" ? { name: "Ed25519" } : { name: "ECDSA", hash: "SHA-256" };
   // The X.509 library is loaded here, on the first identity made, not when the joiner is imported.
-  const { x509 } = await import("./x509.js");
+  const x509 = await loadX509();
   const keys = (await crypto.subtle.generateKey(params, true, ["sign", "verify"])) as CryptoKeyPair;
   const commonName = (options.commonName ?? "stratum-join machine").replace(/[\\,+"<>;=#]/g, (c) => `\\${c}`);
   const cert = await x509.X509CertificateGenerator.createSelfSigned({

@@ -2,8 +2,8 @@
  * `@stratum/join/node`: the Node-only joiner, for the installer's stage 1 and for scripts.
  * Machine identity and the machine directory that keeps it on disk, the code check and the
  * registration (OPAQUE over one pinned TLS 1.3 connection), the registration's view (once,
- * watched or awaited), progress reports, the delivery, the hardware inventory, and the
- * self-upgrade download.
+ * watched or awaited), progress reports, the delivery and where its secrets go (the OpenBao
+ * unseal key sealed to the TPM), the hardware inventory, and the self-upgrade download.
  *
  * Everything browser-safe (join codes, errors, the admin client) is `@stratum/join`;
  * publishing releases (keys, signing, verifying a directory) is `@stratum/join/release`.
@@ -43,7 +43,19 @@ export {
   type WatchRegistrationOptions,
   type WaitForRegistrationOptions,
 } from "./registration.js";
-export { writeDelivery, type WrittenDelivery } from "./delivery.js";
+export { writeDelivery, type WriteDeliveryOptions, type WrittenDelivery } from "./delivery.js";
+export type {
+  SecretDestinations,
+  SecretDestination,
+  SecretFileDestination,
+  SecretEnvDestination,
+  SecretCommandDestination,
+  SecretTpmDestination,
+  SecretCallback,
+  SecretCallbackContext,
+  PlacedSecret,
+} from "./secret-destinations.js";
+export { unsealSecret, type TpmOptions, type UnsealedSecret } from "./tpm.js";
 export {
   collectInventory,
   type CollectInventoryOptions,
@@ -89,6 +101,7 @@ export type {
   Inventory,
   Upgrade,
   components,
+  Input,
 } from "../types.js";
 // The errors the joiner throws, including those it shares with the root entry (the same
 // classes: `instanceof` works whichever entry a caller imports them from).
@@ -98,6 +111,7 @@ export {
   ResponseValidationError,
   NetworkError,
   TimeoutError,
+  RuntimeUnsupportedError,
   isAbortError,
   JoinProtocolError,
   IdentityError,
@@ -106,9 +120,14 @@ export {
   ReleaseVerificationError,
   ReleaseDownloadError,
   ReleaseArgumentError,
+  SecretDestinationError,
+  TpmError,
+  type SecretDestinationErrorCode,
+  type TpmErrorReason,
   type JoinProtocolErrorCode,
   type ListenerCertificateCheck,
   type UnprovenRefusalStep,
+  type RuntimeFeature,
   type ReleaseVerificationRule,
   type ReleaseDownloadFailure,
   type FieldProblem,

@@ -33,7 +33,7 @@ export interface JoinSession {
    * certificate by the founder's time as well as by this machine's clock
    * (docs/protocol.md#pinned-calls).
    */
-  readonly clockOffsetMs?: number;
+  readonly clockOffsetMs?: number | undefined;
   /**
    * The key fingerprint of the listener's TLS leaf the PAKE proved (absent in a session written
    * before it was recorded). Later connections take this key, or a leaf the CA issued no

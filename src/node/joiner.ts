@@ -13,6 +13,7 @@ import { parseAnswer } from "./answers.js";
 import { concealSecrets } from "./delivery.js";
 import { createThrowawayIdentity, type MachineIdentity } from "./identity.js";
 import type { JoinSession } from "./join-session.js";
+import { requireTlsExporter } from "./pinned-socket.js";
 import { proveAndCall, readTarget, startLoadingProof, type JoinTarget, type ProveOptions } from "./proof.js";
 
 export { DEFAULT_JOIN_TIMEOUT_MS, type JoinTarget, type ProveOptions } from "./proof.js";
@@ -23,9 +24,9 @@ export type CheckJoinCodeOptions = JoinTarget &
     /** The release the machine would be installed from. */
     release: string;
     /** The machine can upgrade itself to the cluster's release. */
-    selfUpgrade?: boolean;
+    selfUpgrade?: boolean | undefined;
     /** The client certificate to use; default a throwaway one (a check records no key). */
-    identity?: MachineIdentity;
+    identity?: MachineIdentity | undefined;
   };
 
 /** A join code that passed the listener's checks. */
@@ -52,13 +53,13 @@ export type RegisterMachineOptions = JoinTarget &
     /** The release the machine was installed from. */
     release: string;
     /** The machine can upgrade itself to the cluster's release before it registers. */
-    selfUpgrade?: boolean;
+    selfUpgrade?: boolean | undefined;
     /** The machine's host name, as the console shows it. */
-    hostname?: string;
+    hostname?: string | undefined;
     /** The machine's serial number (SMBIOS system serial), as the console shows it. */
-    systemSerial?: string;
+    systemSerial?: string | undefined;
     /** The machine's hardware (see `collectInventory`). */
-    inventory?: Inventory;
+    inventory?: Inventory | undefined;
   };
 
 /** A registration made (or found again) by `registerMachine`. */
@@ -94,7 +95,8 @@ function withClock(inventory: Inventory | undefined, clockOffsetMs: number): Inv
  * @returns the cluster's release, when the code expires, and `upgrade` when the machine must
  *   upgrade itself first (with `selfUpgrade`)
  * @throws JoinCodeError / JoinUrlError for a malformed code or URL (no network call made);
- *   JoinProtocolError `LISTENER_NOT_PROVEN` (mistyped code, or not this cluster's listener),
+ *   RuntimeUnsupportedError `tls-exporter` on a runtime whose TLS has no exporter (Deno; nothing
+ *   sent); JoinProtocolError `LISTENER_NOT_PROVEN` (mistyped code, or not this cluster's listener),
  *   `LISTENER_CERTIFICATE`, `BINDING_MISMATCH`, `TLS_FAILED`; StratumApiError with the refusal's
  *   code (`JOIN_CODE_EXPIRED`, `JOIN_CODE_REVOKED`, `JOIN_CODE_STALE`, `RELEASE_MISMATCH` with
  *   `details.clusterRelease` and `details.isoPath`, `RATE_LIMITED` with `retryAfter`, …);
@@ -106,6 +108,7 @@ function withClock(inventory: Inventory | undefined, clockOffsetMs: number): Inv
  */
 export async function checkJoinCode(options: CheckJoinCodeOptions): Promise<CodeCheckResult> {
   const target = readTarget(options);
+  requireTlsExporter();
   startLoadingProof();
   const identity = options.identity ?? (await createThrowawayIdentity());
   const { response, proof } = await proveAndCall(
@@ -146,6 +149,7 @@ export async function checkJoinCode(options: CheckJoinCodeOptions): Promise<Code
  */
 export async function registerMachine(options: RegisterMachineOptions): Promise<RegisterResult> {
   const target = readTarget(options);
+  requireTlsExporter();
   startLoadingProof();
   const { identity } = options;
   const { response, proof, lostPairingKeys } = await proveAndCall(

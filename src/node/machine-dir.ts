@@ -8,7 +8,8 @@
  *   key.pem            0600  its private key: the registration is pinned to it
  *   session.json       0644  the join session (public), what stage 2 reads after a reboot
  *   release/<version>/       a release downloaded by the self-upgrade
- *   delivery/                the delivery (every file 0600, see writeDelivery)
+ *   delivery/                the delivery's public files and the node key (every file 0600;
+ *                            no other secret: they go where the installer says, see writeDelivery)
  * ```
  *
  * Why one directory and not a path per file: stage 2 must find exactly the key stage 1
@@ -51,12 +52,12 @@ export interface OpenMachineDirectoryOptions {
    * not exist). Default `false`: stage 2, which must go on with the key stage 1 registered,
    * never makes one by accident.
    */
-  create?: boolean;
+  create?: boolean | undefined;
   /**
    * Told of what was fixed on the way, e.g. a `key.pem` readable by others tightened to 0600.
    * Default: nothing is said.
    */
-  onWarning?: (message: string) => void;
+  onWarning?: ((message: string) => void) | undefined;
 }
 
 /** An opened machine directory: its identity, and where everything else of the join goes. */

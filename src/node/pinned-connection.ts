@@ -2,39 +2,30 @@
  * One TLS 1.3 connection to the join listener, held for a whole exchange. The PAKE is bound to
  * the TLS exporter of this very connection (docs/protocol.md#binding-transcript), so the HTTP
  * client on top of it must never quietly reconnect: a second socket would have another exporter and the
- * binding would fail, or worse, a reconnect could land somewhere else. The undici `Client`
- * here gets exactly one socket, the one opened and checked by this module, and a request that
- * would need another fails with `CONNECTION_CHANGED`.
+ * binding would fail, or worse, a reconnect could land somewhere else. The HTTP/1.1 client
+ * here (pinned-http.ts) speaks on exactly one socket, the one opened and checked by this
+ * module, and a request that would need another fails with `CONNECTION_CHANGED`.
  *
  * The socket itself, its checks and the exporter are in pinned-socket.ts.
  * @module
  */
 
 import { isIP } from "node:net";
-import type * as Undici from "undici";
-import type { Client, Dispatcher } from "undici";
 import { startDeadline } from "../core/deadline.js";
 import { problemFromBody } from "../core/problem.js";
 import { parseRetryAfter } from "../core/retry.js";
 import { NetworkError, ResponseValidationError, type StratumApiError, StratumError } from "../errors/index.js";
-import { JoinProtocolError } from "../errors/index.js";
+import { PinnedHttp, type IncomingHttpHeaders } from "./pinned-http.js";
 import {
   bareHost,
   connectPinnedSocket,
+  hasTlsExporter,
   peerChainOf,
+  requireTlsExporter,
   tlsExporter,
   type OpenPinnedConnectionOptions,
 } from "./pinned-socket.js";
 
-// Idle time undici tolerates on the socket between requests. It must outlast the joiner's
-// Argon2 (finishLogin) and checks between the PAKE answer and KE3, and the gap between two
-// long polls; a server's `Keep-Alive: timeout=N` hint can still shorten it.
-const KEEP_ALIVE_MS = 10 * 60_000;
-// Every request has one deadline of its own (`PinnedRequest.timeoutMs`), covering the request,
-// the headers and the whole body, that ends in a TimeoutError. undici's own timeouts are idle
-// timers (a body dripping one byte a second never trips them) and end in undici's errors, so
-// they are switched off rather than left to race the deadline.
-const UNDICI_TIMEOUTS_OFF = 0;
 /**
  * A request's deadline when its caller gives none: a long poll holds the request up to 30 s
  * before the first header byte, and a slow link or a busy founder deserves as long again
@@ -43,30 +34,29 @@ const UNDICI_TIMEOUTS_OFF = 0;
 export const DEFAULT_REQUEST_TIMEOUT_MS = 120_000;
 const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
 
-/** Response headers as undici gives them: lower-case names, repeated headers as arrays. */
-export type IncomingHttpHeaders = Record<string, string | string[] | undefined>;
+export type { IncomingHttpHeaders } from "./pinned-http.js";
 
 /** What {@link PinnedConnection.request} sends. */
 export interface PinnedRequest {
   /** HTTP method (default `GET`). */
-  method?: Dispatcher.HttpMethod;
+  method?: "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | undefined;
   /** Path and query, e.g. `/v1/join/pake`. */
   path: string;
   /** Request headers. */
-  headers?: Record<string, string>;
+  headers?: Record<string, string> | undefined;
   /** A value sent as JSON (sets `content-type: application/json`). */
-  json?: unknown;
+  json?: unknown | undefined;
   /** A raw body; ignored when `json` is given. */
-  body?: string | Uint8Array;
+  body?: string | Uint8Array | undefined;
   /** Aborts the request; the abort is re-thrown as is. Aborting a request in flight closes the connection. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /**
    * Deadline of the request, its headers and its whole body, in ms (default
    * {@link DEFAULT_REQUEST_TIMEOUT_MS}); then `TimeoutError`, and the connection is closed.
    */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** Refuse bodies larger than this (default 16 MiB). */
-  maxBodyBytes?: number;
+  maxBodyBytes?: number | undefined;
 }
 
 /** What {@link PinnedConnection.request} returns. */
@@ -99,33 +89,24 @@ export function refusalOf(response: PinnedResponse, operation: string): StratumA
 
 /** A TLS 1.3 connection to the listener, held for one exchange, with an HTTP client on it. */
 export interface PinnedConnection {
-  /** The undici client bound to this connection's one socket; pipelining 1. */
-  readonly client: Client;
   /** False once the socket is closed (by either side) or {@link close} was called. */
   readonly alive: boolean;
-  /** The TLS exporter of this connection ({@link tlsExporter}), read at handshake time. */
+  /**
+   * The TLS exporter of this connection ({@link tlsExporter}), read at handshake time.
+   * @throws RuntimeUnsupportedError `tls-exporter` where the runtime has none
+   */
   exporter(): Uint8Array;
   /** The listener's certificates as presented, DER, leaf first ({@link peerChainOf}). */
   peerChainDer(): Uint8Array[];
   /** Sends one request on this connection and reads the whole answer. */
   request(request: PinnedRequest): Promise<PinnedResponse>;
-  /** Closes the HTTP client (after requests in flight) and the socket. */
+  /** Closes the socket (a request in flight then fails). */
   close(): Promise<void>;
 }
 
 /**
- * undici, loaded by the first connection rather than with the joiner: about 19 MiB of memory
- * and 0.12 s of CPU (on this project's machine) that a program reading a join session never
- * needs.
- * @internal
- */
-export function loadUndici(): Promise<typeof Undici> {
-  return import("undici");
-}
-
-/**
  * Opens one TLS 1.3 connection to the listener, presenting `identity` as the client
- * certificate, and puts an undici `Client` on it that can never open a second one. With `ca`,
+ * certificate, and puts an HTTP/1.1 client on it that can never open a second one. With `ca`,
  * the listener's leaf is checked (`verifyListenerCertificate`: chain to the CA, validity, the
  * dialled host in its SANs, the listener role) before this resolves.
  * @throws NetworkError when the TCP connection fails; JoinProtocolError `TLS_FAILED` when the
@@ -133,78 +114,39 @@ export function loadUndici(): Promise<typeof Undici> {
  *   leaf fails the check; TimeoutError after `connectTimeoutMs`; the signal's reason on abort
  */
 export async function openPinnedConnection(options: OpenPinnedConnectionOptions): Promise<PinnedConnection> {
-  // Loaded while the handshake runs. Caught here so that a failed handshake, which never
-  // awaits it, leaves no unhandled rejection behind; it is awaited (and re-thrown) below.
-  const undici = loadUndici();
-  undici.catch(() => undefined);
   const socket = await connectPinnedSocket(options);
-  // Read now: both are needed after the socket may have closed (error reports, binding checks).
-  const exporter = tlsExporter(socket);
-  const chain = peerChainOf(socket);
-  let closed = false;
-  // Until undici takes the socket over, an error (a reset by the server) must not go unhandled.
-  socket.on("error", () => {});
-
-  let handedOver = false;
-  const host = bareHost(options.host);
-  const origin = `https://${isIP(host) === 6 ? `[${host}]` : host}:${options.port}`;
-  let UndiciClient: typeof Client;
+  // Read now: it is needed after the socket may have closed (binding checks). A runtime
+  // without the exporter still makes the pinned calls after a registration, which need none.
+  let exporter: Uint8Array | undefined;
   try {
-    UndiciClient = (await undici).Client;
+    if (hasTlsExporter()) exporter = tlsExporter(socket);
   } catch (error) {
     socket.destroy();
     throw error;
   }
-  const client = new UndiciClient(origin, {
-    connect: (_connectOptions, callback) => {
-      // Answer asynchronously, as a real connector does: undici calls the connector from inside
-      // its dispatch loop and ignores a re-entrant resume, so a synchronous answer would leave
-      // the first request queued forever.
-      queueMicrotask(() => {
-        if (!handedOver && !socket.destroyed) {
-          handedOver = true;
-          callback(null, socket);
-          return;
-        }
-        callback(
-          new JoinProtocolError(
-            "CONNECTION_CHANGED",
-            "the connection to the join listener was closed; the exchange cannot continue on a new connection, start it again",
-          ),
-          null,
-        );
-      });
-    },
-    pipelining: 1,
-    keepAliveTimeout: KEEP_ALIVE_MS,
-    keepAliveMaxTimeout: KEEP_ALIVE_MS,
-    headersTimeout: UNDICI_TIMEOUTS_OFF,
-    bodyTimeout: UNDICI_TIMEOUTS_OFF,
-  });
-
-  const connection: PinnedConnection = {
-    client,
+  const chain = peerChainOf(socket);
+  let closed = false;
+  const host = bareHost(options.host);
+  const http = new PinnedHttp(socket, `${isIP(host) === 6 ? `[${host}]` : host}:${options.port}`);
+  return {
     get alive() {
-      return !closed && !socket.destroyed && socket.readyState === "open";
+      return !closed && http.reusable && socket.readyState === "open";
     },
-    exporter: () => exporter.slice(),
+    exporter: () => {
+      if (!exporter) requireTlsExporter();
+      return exporter!.slice();
+    },
     peerChainDer: () => chain.map((der) => der.slice()),
-    request: (request) => sendRequest(client, request),
-    close: async () => {
+    request: (request) => sendRequest(http, request),
+    close: () => {
       closed = true;
-      try {
-        await client.close();
-      } catch {
-        // Closing is best effort; the socket is destroyed below either way.
-      } finally {
-        socket.destroy();
-      }
+      socket.destroy();
+      return Promise.resolve();
     },
   };
-  return connection;
 }
 
-async function sendRequest(client: Client, request: PinnedRequest): Promise<PinnedResponse> {
+async function sendRequest(http: PinnedHttp, request: PinnedRequest): Promise<PinnedResponse> {
   const method = request.method ?? "GET";
   const operation = `${method} ${request.path}`;
   const headers: Record<string, string> = { ...request.headers };
@@ -216,24 +158,16 @@ async function sendRequest(client: Client, request: PinnedRequest): Promise<Pinn
   const maxBodyBytes = request.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const deadline = startDeadline(request.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, request.signal, operation);
   try {
-    const response = await client.request({
+    const response = await http.request({
       method,
       path: request.path,
       headers,
-      body: body ?? null,
+      body: typeof body === "string" ? Buffer.from(body, "utf8") : body,
       signal: deadline.signal,
+      maxBodyBytes,
+      operation,
     });
-    const chunks: Uint8Array[] = [];
-    let total = 0;
-    for await (const chunk of response.body) {
-      total += (chunk as Uint8Array).length;
-      if (total > maxBodyBytes) {
-        response.body.destroy();
-        throw new StratumError("RESPONSE_TOO_LARGE", `the answer of ${operation} is larger than ${maxBodyBytes} bytes`);
-      }
-      chunks.push(chunk as Uint8Array);
-    }
-    const bytes = new Uint8Array(Buffer.concat(chunks));
+    const bytes = response.body;
     const contentType = String(response.headers["content-type"] ?? "");
     let json: unknown;
     if (bytes.length > 0 && /^application\/([a-z0-9.+-]*\+)?json\b/i.test(contentType)) {
@@ -242,13 +176,13 @@ async function sendRequest(client: Client, request: PinnedRequest): Promise<Pinn
       } catch {
         // A refusal whose body is broken is still a refusal (`HTTP_<status>`, see refusalOf);
         // only an answer meant to be used is refused for its body.
-        if (response.statusCode < 400)
+        if (response.status < 400)
           throw new ResponseValidationError(operation, [{ path: "", message: "the body is not valid JSON" }]);
       }
     }
-    return { status: response.statusCode, headers: response.headers, body: bytes, json };
+    return { status: response.status, headers: response.headers, body: bytes, json };
   } catch (error) {
-    // The caller's abort as it is, or this request's TimeoutError: whatever undici made of it.
+    // The caller's abort as it is, or this request's TimeoutError.
     if (deadline.signal.aborted) throw deadline.signal.reason;
     if (StratumError.is(error)) throw error;
     throw new NetworkError(`${operation} failed: ${(error as Error).message}`, { cause: error });

@@ -333,7 +333,7 @@ export function verifyListenerCertificate(options: {
   chain: readonly Uint8Array[];
   caDer: Uint8Array;
   dialledHost: string;
-  now?: Date;
+  now?: Date | undefined;
 }): void {
   inspectListenerCertificate(options).assertValidAt(options.now ?? new Date());
 }

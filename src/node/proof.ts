@@ -28,7 +28,7 @@ import { JoinProtocolError, NetworkError, StratumApiError, StratumError, Timeout
 import { loadAnswerSchemas } from "./answers.js";
 import type { MachineIdentity } from "./identity.js";
 import { loadOpaque } from "./opaque.js";
-import { loadUndici, openPinnedConnection, type PinnedConnection, type PinnedResponse } from "./pinned-connection.js";
+import { openPinnedConnection, type PinnedConnection, type PinnedResponse } from "./pinned-connection.js";
 import { DEFAULT_CONNECT_TIMEOUT_MS } from "./pinned-socket.js";
 import { CLOCK_TOLERANCE_SECONDS, founderNow } from "./clock.js";
 import { proveCode, sendProof, type Proof } from "./pake-exchange.js";
@@ -40,13 +40,13 @@ export type JoinTarget =
   | {
       /** `stratum-join://HOST[:PORT]/XXXX-XXXX-XXX` */ url: string;
       /** Not with `url`: the URL carries it. */
-      endpoint?: never;
+      endpoint?: never | undefined;
       /** Not with `url`: the URL carries it. */
-      code?: never;
+      code?: never | undefined;
     }
   | {
       /** Not with `endpoint` and `code`. */
-      url?: never;
+      url?: never | undefined;
       /** `host` or `host:port` (9444 by default) */ endpoint: string;
       /** the join code, in any accepted spelling */ code: string;
     };
@@ -78,15 +78,15 @@ export interface ProveOptions {
    * Aborts the call (connect, PAKE, request, a wait for a busy code). Abort rule: the call
    * re-throws the caller's abort as is, the signal's `reason` (`isAbortError(e, signal)`).
    */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /**
    * The whole call's deadline in ms, default {@link DEFAULT_JOIN_TIMEOUT_MS} (120 s): TCP, TLS,
    * every request, its headers and its whole body, the joiner's Argon2, and the waits for a
    * busy code. Then `TimeoutError` (code `TIMEOUT`), whatever was pending. `Infinity` for none.
    */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** Time allowed for TCP + TLS of each connection (default 10 s, and never past `timeoutMs`). */
-  connectTimeoutMs?: number;
+  connectTimeoutMs?: number | undefined;
   /**
    * Told before each wait and fresh exchange, with what caused it and the wait in ms: a busy
    * code or founder (a `StratumApiError` with status 503, e.g. `JOIN_CODE_BUSY` or
@@ -95,17 +95,17 @@ export interface ProveOptions {
    * attempt, `JoinProtocolError` `CONNECTION_CHANGED`): e.g. to show "the founder is busy,
    * retrying in 3 s" or "the listener is unreachable (ECONNREFUSED), retrying in 2 s".
    */
-  onRetry?: (error: StratumError, delayMs: number) => void;
+  onRetry?: ((error: StratumError, delayMs: number) => void) | undefined;
 }
 
 /**
  * Starts loading what proving a code needs and the joiner does not load at import time: the
- * OPAQUE WebAssembly, undici and the answer schemas. Called as a proof begins, so they load
+ * OPAQUE WebAssembly and the answer schemas. Called as a proof begins, so they load
  * together and while the identity is made and the connection opens, rather than one by one
  * inside the call's deadline. A load that fails is left to the step that awaits it.
  */
 export function startLoadingProof(): void {
-  for (const loading of [loadOpaque(), loadUndici(), loadAnswerSchemas()]) loading.catch(() => undefined);
+  for (const loading of [loadOpaque(), loadAnswerSchemas()]) loading.catch(() => undefined);
 }
 
 /** A join target read locally ({@link readTarget}). */

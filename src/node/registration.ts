@@ -39,7 +39,7 @@ import { DEFAULT_CONNECT_TIMEOUT_MS, type OpenPinnedConnectionOptions } from "./
 export async function openSessionConnection(
   session: JoinSession,
   identity: MachineIdentity,
-  options: { signal?: AbortSignal; connectTimeoutMs?: number } = {},
+  options: { signal?: AbortSignal | undefined; connectTimeoutMs?: number | undefined } = {},
 ): Promise<PinnedConnection> {
   return openPinnedConnection(sessionConnectionOptions(session, identity, options));
 }
@@ -52,7 +52,7 @@ export async function openSessionConnection(
 export function sessionConnectionOptions(
   session: JoinSession,
   identity: MachineIdentity,
-  options: { signal?: AbortSignal; connectTimeoutMs?: number } = {},
+  options: { signal?: AbortSignal | undefined; connectTimeoutMs?: number | undefined } = {},
 ): OpenPinnedConnectionOptions {
   if (identity.keyFingerprint !== session.keyFingerprint) {
     throw new StratumError(
@@ -141,12 +141,12 @@ function connectOptions(session: JoinSession, identity: MachineIdentity, deadlin
 /** Options of {@link getRegistration}. */
 export interface GetRegistrationOptions {
   /** Aborts the call. Abort rule: the caller's abort is re-thrown as is, the signal's `reason`. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /**
    * The call's deadline in ms (connect, TLS, request, headers, whole body), default
    * {@link DEFAULT_CALL_TIMEOUT_MS} (30 s); then `TimeoutError` (`TIMEOUT`).
    */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 /**
@@ -191,21 +191,21 @@ export interface WatchRegistrationOptions {
    * a pending `next()` rejects with it, and after an abort between iterations the next
    * `next()` does. Breaking out of the loop stops the watch without an error.
    */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** How long each long poll holds (1–30 s, default 30). */
-  waitSeconds?: number;
+  waitSeconds?: number | undefined;
   /**
    * Each request's deadline beyond the time the listener holds it (`waitSeconds`), covering
    * connect, TLS, headers and the whole body; default {@link DEFAULT_POLL_MARGIN_MS} (30 s). A
    * request past it is a transient failure, retried.
    */
-  requestTimeoutMs?: number;
+  requestTimeoutMs?: number | undefined;
   /** The whole watch's deadline in ms, retries included; then `TimeoutError`. Default: none. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** Backoff between retries after errors (full jitter), unless the listener says `Retry-After`. */
-  backoff?: BackoffOptions;
+  backoff?: BackoffOptions | undefined;
   /** Told of each transient error before the retry, e.g. to show "listener restarting…". */
-  onRetry?: (error: unknown, delayMs: number) => void;
+  onRetry?: ((error: unknown, delayMs: number) => void) | undefined;
 }
 
 /**
@@ -297,9 +297,9 @@ export interface WaitForRegistrationOptions extends WatchRegistrationOptions {
   /** The state(s) to wait for, or a predicate on the view. */
   until: JoinState | readonly JoinState[] | ((registration: Registration) => boolean);
   /** Give up after this long with a `TimeoutError`, retries included (default: wait as long as it takes). */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** Told of every view on the way, e.g. to print each state as it changes. */
-  onChange?: (registration: Registration) => void;
+  onChange?: ((registration: Registration) => void) | undefined;
 }
 
 /**
@@ -336,12 +336,12 @@ export async function waitForRegistration(
 /** What {@link reportProgress} sends, and how it waits. */
 export type ReportProgressOptions = ProgressReport & {
   /** Aborts the call. Abort rule: the caller's abort is re-thrown as is, the signal's `reason`. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /**
    * The call's deadline in ms (connect, TLS, request, headers, whole body), default
    * {@link DEFAULT_CALL_TIMEOUT_MS} (30 s); then `TimeoutError` (`TIMEOUT`).
    */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 };
 
 /**

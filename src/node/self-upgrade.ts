@@ -15,9 +15,9 @@ import type { JoinSession } from "./join-session.js";
 /** Options of {@link downloadRelease}: those of the release downloader, plus the join session and identity for a served release. */
 export interface JoinerDownloadReleaseOptions extends DownloadReleaseOptions {
   /** The join session: needed when the founder serves the release (`upgrade.served`). */
-  session?: JoinSession;
+  session?: JoinSession | undefined;
   /** The machine identity the registration is pinned to: needed with `session`. */
-  identity?: MachineIdentity;
+  identity?: MachineIdentity | undefined;
 }
 
 /**

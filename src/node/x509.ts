@@ -5,64 +5,82 @@
  *
  * Loading the library costs about 13 MiB of memory and 0.15 s of CPU (Node 20, on this
  * project's 2-core machine; it brings tsyringe, tslib and a dozen ASN.1 schema packages), so
- * nothing imports this module statically: its users `await import("./x509.js")` inside the
- * async functions that issue a certificate, and importing `@stratum/join/node` or
- * `@stratum/join/server` does not load it (test/package/startup.test.ts holds that).
+ * it is loaded by {@link loadX509}, inside the async functions that issue a certificate:
+ * importing `@stratum/join/node` or `@stratum/join/server` does not load it
+ * (test/package/startup.test.ts holds that).
+ *
+ * The load is a dynamic `import()` of the package by name, which every bundler follows: an
+ * installer's stage 1 bundled into one file carries the library (test/package/bundle.test.ts).
  * @module
  */
 
-import { createRequire } from "node:module";
 import type * as X509 from "@peculiar/x509";
+
+let library: Promise<typeof X509> | undefined;
+
+/**
+ * The @peculiar/x509 module, loaded once. Other modules of the SDK use this instead of
+ * importing the package themselves (which throws without a Reflect polyfill). A failed load is
+ * not kept, so a later call tries again.
+ * @internal
+ */
+export function loadX509(): Promise<typeof X509> {
+  library ??= importWithReflectMetadata().catch((error: unknown) => {
+    library = undefined;
+    throw error;
+  });
+  return library;
+}
 
 /**
  * @peculiar/x509 pulls in tsyringe, which throws at load time unless a `Reflect.getMetadata`
  * polyfill is installed, and this package does not depend on one. tsyringe only touches the
- * Reflect metadata API while the library's classes are being decorated, i.e. during the
- * synchronous load; so a tiny metadata store is installed for that load only and removed
- * again, leaving the global `Reflect` as the application had it. The library is loaded with
- * `require` (it ships CommonJS as `main`) so the order is guaranteed, which a hoisted `import`
- * or a side-effect import (dropped under `sideEffects: false`) would not be.
+ * Reflect metadata API while the library's classes are being decorated, i.e. while it loads;
+ * so a tiny metadata store is installed for that load only and removed again, leaving the
+ * global `Reflect` as the application had it (a polyfill the application installs meanwhile
+ * is left alone). Why not a static import after a module that installs it: an import of an
+ * external package is evaluated before the code of the module (or build chunk) that holds it.
  */
-function loadX509(): typeof X509 {
-  const reflect = Reflect as unknown as Record<string, unknown>;
-  const added: string[] = [];
-  if (typeof reflect.getMetadata !== "function") {
-    const store = new WeakMap<object, Map<unknown, unknown>>();
-    const own = (target: object, key: unknown): unknown => store.get(target)?.get(key);
-    const shim: Record<string, (...args: never[]) => unknown> = {
-      getOwnMetadata: (key: unknown, target: object) => own(target, key),
-      getMetadata: (key: unknown, target: object) => {
-        for (let o: object | null = target; o !== null; o = Object.getPrototypeOf(o) as object | null) {
-          const value = own(o, key);
-          if (value !== undefined) return value;
-        }
-        return undefined;
-      },
-      defineMetadata: (key: unknown, value: unknown, target: object) => {
-        let map = store.get(target);
-        if (!map) store.set(target, (map = new Map()));
-        map.set(key, value);
-      },
-    };
-    for (const [name, fn] of Object.entries(shim)) {
-      if (reflect[name] === undefined) {
-        reflect[name] = fn;
-        added.push(name);
-      }
-    }
-  }
+async function importWithReflectMetadata(): Promise<typeof X509> {
+  const added = installReflectMetadata();
   try {
-    return createRequire(import.meta.url)("@peculiar/x509") as typeof X509;
+    const x509 = await import("@peculiar/x509");
+    // Webcrypto of the running runtime: the library's default provider lookup is browser-oriented.
+    x509.cryptoProvider.set(globalThis.crypto);
+    return x509;
   } finally {
-    for (const name of added) delete reflect[name];
+    const reflect = Reflect as unknown as Record<string, unknown>;
+    for (const [name, fn] of added) if (reflect[name] === fn) delete reflect[name];
   }
 }
 
-/**
- * The @peculiar/x509 module, loaded once with the polyfill dance above when this module is
- * first imported. Other modules of the SDK use this instead of importing the package
- * themselves (which throws without a Reflect polyfill unless this module was loaded first).
- */
-export const x509: typeof X509 = loadX509();
-// Webcrypto of the running Node: the library's default provider lookup is browser-oriented.
-x509.cryptoProvider.set(globalThis.crypto);
+/** Installs the metadata calls tsyringe needs where `Reflect` lacks them; returns what it added. */
+function installReflectMetadata(): Array<[string, unknown]> {
+  const reflect = Reflect as unknown as Record<string, unknown>;
+  if (typeof reflect.getMetadata === "function") return [];
+  const store = new WeakMap<object, Map<unknown, unknown>>();
+  const own = (target: object, key: unknown): unknown => store.get(target)?.get(key);
+  const shim: Record<string, (...args: never[]) => unknown> = {
+    getOwnMetadata: (key: unknown, target: object) => own(target, key),
+    getMetadata: (key: unknown, target: object) => {
+      for (let o: object | null = target; o !== null; o = Object.getPrototypeOf(o) as object | null) {
+        const value = own(o, key);
+        if (value !== undefined) return value;
+      }
+      return undefined;
+    },
+    defineMetadata: (key: unknown, value: unknown, target: object) => {
+      let map = store.get(target);
+      if (!map) store.set(target, (map = new Map()));
+      map.set(key, value);
+    },
+  };
+  const added: Array<[string, unknown]> = [];
+  for (const [name, fn] of Object.entries(shim)) {
+    if (reflect[name] === undefined) {
+      reflect[name] = fn;
+      added.push([name, fn]);
+    }
+  }
+  return added;
+}

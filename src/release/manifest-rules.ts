@@ -19,15 +19,15 @@ export const PARTIAL_SUFFIX = ".partial";
 /** Bounds a manifest must stay within. "Sizes bounded": a release cannot ask a joiner for unbounded disk, memory or time. */
 export interface ReleaseLimits {
   /** Largest envelope (payload/manifest.json) in bytes. Default 4 MiB. */
-  maxEnvelopeBytes?: number;
+  maxEnvelopeBytes?: number | undefined;
   /** Most signatures an envelope may carry. Default 16. */
-  maxSignatures?: number;
+  maxSignatures?: number | undefined;
   /** Most files a manifest may list. Default 10 000. */
-  maxFiles?: number;
+  maxFiles?: number | undefined;
   /** Largest single file in bytes. Default 64 GiB. */
-  maxFileSize?: number;
+  maxFileSize?: number | undefined;
   /** Largest sum of all file sizes in bytes. Default 256 GiB. */
-  maxTotalSize?: number;
+  maxTotalSize?: number | undefined;
 }
 
 /** The limits used when a caller names none. */

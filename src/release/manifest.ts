@@ -31,7 +31,12 @@ export type { ReleaseFile, ReleaseManifest } from "./manifest-types.js";
  */
 export async function buildReleaseManifest(
   dir: string,
-  options: { release: string; createdAt?: string | Date; signal?: AbortSignal; limits?: ReleaseLimits },
+  options: {
+    release: string;
+    createdAt?: string | Date | undefined;
+    signal?: AbortSignal | undefined;
+    limits?: ReleaseLimits | undefined;
+  },
 ): Promise<ReleaseManifest> {
   if (typeof options.release !== "string" || options.release === "")
     throw new ReleaseArgumentError("release names the release being built");
@@ -124,9 +129,9 @@ export async function signReleaseDirectory(
   options: {
     release: string;
     keys: readonly ReleasePrivateKeyInput[];
-    createdAt?: string | Date;
-    signal?: AbortSignal;
-    limits?: ReleaseLimits;
+    createdAt?: string | Date | undefined;
+    signal?: AbortSignal | undefined;
+    limits?: ReleaseLimits | undefined;
   },
 ): Promise<SignedReleaseDirectory> {
   const manifest = await buildReleaseManifest(dir, options);

@@ -26,7 +26,7 @@ export interface HttpProxy {
   host: string;
   port: number;
   /** `Basic …`, from the URL's userinfo; never in a message. */
-  authorization?: string;
+  authorization?: string | undefined;
   /** `http://host:port`, for messages: no credentials. */
   display: string;
 }

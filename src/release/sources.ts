@@ -15,19 +15,21 @@ import { tunnelConnector } from "./tunnel.js";
 /** One request of the downloader: a whole file, its tail from `range.start`, or the bytes from `range.start` to `range.end`. */
 export interface ReleaseFetchRequest {
   /** Ask for the bytes from `start` to `end` or to the end (`Range: bytes=START-[END]`). Absent: the whole file. */
-  range?: {
-    /** The first byte wanted, counted from 0. */
-    start: number;
-    /**
-     * The last byte wanted, inclusive (`Range: bytes=START-END`); absent: to the end of the
-     * file. Set only by a download on several connections, which the SDK's mirror source does.
-     */
-    end?: number;
-  };
+  range?:
+    | {
+        /** The first byte wanted, counted from 0. */
+        start: number;
+        /**
+         * The last byte wanted, inclusive (`Range: bytes=START-END`); absent: to the end of the
+         * file. Set only by a download on several connections, which the SDK's mirror source does.
+         */
+        end?: number | undefined;
+      }
+    | undefined;
   /** A strong ETag to send as `If-Range`, so a changed file comes back whole (200), not spliced. */
-  ifRange?: string;
+  ifRange?: string | undefined;
   /** Aborts the request and its body. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 /** Response headers with lower-case names, as Node and undici give them. */
@@ -79,17 +81,17 @@ const HTTPS_PORT = 443;
 /** Tuning shared by the undici-backed sources. */
 export interface DispatcherSourceOptions {
   /** The origin (`https://host:port`) to send requests to; needed for an Agent or Pool, ignored by a Client bound to one origin. */
-  origin?: string;
+  origin?: string | undefined;
   /** Extra request headers (e.g. a `user-agent`). Range, If-Range and Accept-Encoding are the downloader's. */
-  headers?: Record<string, string>;
+  headers?: Record<string, string> | undefined;
   /** Bytes undici buffers per response before it stops reading the socket. Default 4 MiB: room for the network to keep going while a write or a hash catches up. */
-  highWaterMark?: number;
+  highWaterMark?: number | undefined;
   /** Longest wait for the headers, ms. Default 60 s. */
-  headersTimeout?: number;
+  headersTimeout?: number | undefined;
   /** Longest silence inside a body, ms. Default 60 s: a stalled transfer is cut and resumed. */
-  bodyTimeout?: number;
+  bodyTimeout?: number | undefined;
   /** A description for messages; default `basePath` on the dispatcher's origin. */
-  description?: string;
+  description?: string | undefined;
 }
 
 /**
@@ -128,13 +130,13 @@ export function dispatcherSource(
 /** Options of the mirror source made from a registration's `upgrade.source`. */
 export interface MirrorSourceOptions extends Omit<DispatcherSourceOptions, "origin"> {
   /** CA certificate(s), PEM, to trust instead of the system's (a test CA, a private mirror). */
-  ca?: string | string[];
+  ca?: string | string[] | undefined;
   /**
    * An undici dispatcher to send the requests through instead (a custom Agent); then `ca` and
    * `proxy` are the dispatcher's business, `close()` leaves it open, and bodies are copied out
-   * of undici's buffers (slower: see the README's measurements).
+   * of undici's buffers (slower: see docs/measurements.md).
    */
-  dispatcher?: Dispatcher;
+  dispatcher?: Dispatcher | undefined;
   /**
    * The HTTP proxy to reach the mirror through, `http://[user:password@]host[:port]` (port
    * 1080 when none is given, as curl): every request goes through a `CONNECT` tunnel to the
@@ -144,7 +146,7 @@ export interface MirrorSourceOptions extends Omit<DispatcherSourceOptions, "orig
    * `HTTPS_PROXY`, then `http_proxy`, `HTTP_PROXY`) unless `no_proxy`/`NO_PROXY` exempts the
    * mirror; a proxy given here is used for every request, `NO_PROXY` not consulted.
    */
-  proxy?: string | false;
+  proxy?: string | false | undefined;
 }
 
 /**

@@ -27,11 +27,11 @@ export interface VerifyReleaseManifestOptions {
    */
   trustedKeys: readonly ReleasePublicKeyInput[];
   /** How many distinct trusted keys must have signed. Default 1. */
-  threshold?: number;
+  threshold?: number | undefined;
   /** The release the cluster told this joiner to upgrade to (`upgrade.to`). Anything else is refused: no rollback, no mix-and-match. */
   expectRelease: string;
   /** Bounds; each defaults as {@link ReleaseLimits} says. */
-  limits?: ReleaseLimits;
+  limits?: ReleaseLimits | undefined;
 }
 
 /** A manifest that passed every rule. */
@@ -105,9 +105,9 @@ export function verifyReleaseManifest(
 /** What {@link verifyReleaseDirectory} checks. */
 export interface VerifyReleaseDirectoryOptions extends VerifyReleaseManifestOptions {
   /** Accept files the manifest does not list (other than the manifest itself). Default false: a release directory is exactly its manifest. */
-  allowExtraFiles?: boolean;
+  allowExtraFiles?: boolean | undefined;
   /** Aborts the hashing. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 /**

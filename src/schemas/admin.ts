@@ -7,6 +7,7 @@ import { bool, int, opt, str, strings } from "./builders.js";
 import { JoinStateSchema, NodeRoleSchema, UpgradeSchema } from "./join.js";
 import { InventorySchema } from "./inventory.js";
 import { AssignmentSchema } from "./assignment.js";
+import { ProblemSchema } from "./problem.js";
 
 /** `Step`: one step of a join, as the joiner reported it. */
 export const StepSchema = z.object({
@@ -32,6 +33,7 @@ export const NodeJoinSchema = z.object({
   assignment: opt(AssignmentSchema),
   nodeId: opt(str),
   waitReason: opt(str),
+  totalSteps: opt(int),
   upgrade: opt(UpgradeSchema),
   stalled: bool,
   approvedBy: opt(str),
@@ -52,11 +54,18 @@ export const NodeJoinSchema = z.object({
   expiresAt: opt(str),
 });
 
-/** `NodeJoinList`: registrations, newest first. */
-export const NodeJoinListSchema = z.object({ items: z.array(NodeJoinSchema) });
+/** `JoinCapacity`: how many more machines the cluster can take. */
+export const JoinCapacitySchema = z.object({
+  roles: z.array(NodeRoleSchema),
+  controlPlane: z.object({ members: int, approved: int, max: int, remaining: int }),
+  waiting: z.object({ count: int, max: int, refused: int, lastRefusedAt: opt(str) }),
+});
 
-/** `ApprovalPreview`: what an approval with the same body would apply now (`previewApproval`). */
-export const ApprovalPreviewSchema = z.object({ assignment: AssignmentSchema });
+/** `NodeJoinList`: registrations, newest first, and the cluster's capacity. */
+export const NodeJoinListSchema = z.object({ items: z.array(NodeJoinSchema), capacity: opt(JoinCapacitySchema) });
+
+/** `ApprovalPreview`: what an approval with the same body would do now: apply `assignment`, or be refused (`refusal`). */
+export const ApprovalPreviewSchema = z.object({ assignment: opt(AssignmentSchema), refusal: opt(ProblemSchema) });
 
 /** `JoinCodeState`. */
 export const JoinCodeStateSchema = z.enum(["live", "expired", "revoked"]);

@@ -24,11 +24,16 @@ export const CodeCheckSchema = z.object({ clusterRelease: str, expiresAt: str, u
 /** `NodeRole`. */
 export const NodeRoleSchema = z.enum(["control-plane", "hybrid", "hypervisor", "storage"]);
 
+// The delivery and what it carries keep the fields they do not know (`z.looseObject`), as the
+// spec says (`additionalProperties: true`): a newer founder's field reaches the installer instead
+// of being dropped here, which is how `networks` and `labels` once went missing. Whether such a
+// field may be written anywhere is src/node/delivery-plan.ts's to decide.
+
 /** `NetworkBinding`: one traffic class's binding on a node. */
-export const NetworkBindingSchema = z.object({ ip: str, interface: opt(str) });
+export const NetworkBindingSchema = z.looseObject({ ip: str, interface: opt(str) });
 
 /** `ClusterNode`: one cluster member, as a joiner peers with it. */
-export const ClusterNodeSchema = z.object({
+export const ClusterNodeSchema = z.looseObject({
   nodeId: str,
   role: NodeRoleSchema,
   az: opt(str),
@@ -42,7 +47,7 @@ export const ClusterNodeSchema = z.object({
 });
 
 /** `Vips`: the cluster's keepalived service VIPs. */
-export const VipsSchema = z.object({
+export const VipsSchema = z.looseObject({
   api: opt(str),
   postgres: opt(str),
   openbao: opt(str),
@@ -52,8 +57,8 @@ export const VipsSchema = z.object({
   providerGw: opt(str),
 });
 
-/** `Bundle`: the cluster identity and secrets a joiner adopts. Holds sensitive fields; see `redact`. */
-export const BundleSchema = z.object({
+/** `Bundle`: the cluster identity and secrets a joiner adopts. Holds sensitive fields; see `redact`. Unknown fields are kept. */
+export const BundleSchema = z.looseObject({
   clusterId: opt(str),
   role: NodeRoleSchema,
   nodes: z.array(ClusterNodeSchema),
@@ -75,7 +80,7 @@ export const BundleSchema = z.object({
 });
 
 /** `Delivery`: the node.yaml and bundle an approved joiner receives. */
-export const DeliverySchema = z.object({ nodeId: str, nodeYaml: str, bundle: BundleSchema });
+export const DeliverySchema = z.looseObject({ nodeId: str, nodeYaml: str, bundle: BundleSchema });
 
 /** `JoinState`: where a join stands (the one list, src/core/join-states.ts). */
 export const JoinStateSchema = z.enum(JOIN_STATES);

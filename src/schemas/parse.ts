@@ -34,7 +34,8 @@ function describeIssue(issue: z.core.$ZodIssue): string {
 /**
  * `body` parsed by `schema`, or a {@link ResponseValidationError} naming `operation` (e.g.
  * `POST /v1/join/registrations`) and every issue. The result drops fields the schema does not
- * know and fills the spec's defaults.
+ * know (except where the schema keeps them: the delivery and its bundle) and fills the spec's
+ * defaults.
  */
 export function parseResponse<S extends z.ZodMiniType>(schema: S, operation: string, body: unknown): z.output<S> {
   const result = z.safeParse(schema, body);

@@ -29,6 +29,7 @@ export type AdminOperationId =
   | "previewApproval"
   | "rejectNodeJoin"
   | "retryNodeJoin"
+  | "expireNodeJoin"
   | "failNodeJoin"
   | "listClusterMembers"
   | "getClusterNetworks"
@@ -68,6 +69,7 @@ const adminResponseSchemas: Record<AdminOperationId, z.ZodMiniType> = {
   previewApproval: ApprovalPreviewSchema,
   rejectNodeJoin: NodeJoinSchema,
   retryNodeJoin: NodeJoinSchema,
+  expireNodeJoin: NodeJoinSchema,
   failNodeJoin: NodeJoinSchema,
   listClusterMembers: MemberListSchema,
   getClusterNetworks: ClusterNetworksSchema,

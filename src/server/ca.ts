@@ -7,6 +7,7 @@
  */
 import type * as X509 from "@peculiar/x509";
 import { StratumError } from "../errors/index.js";
+import { loadX509 } from "../node/x509.js";
 import {
   caFingerprint,
   dnValue,
@@ -20,14 +21,6 @@ import {
   spkiFingerprint,
   splitHost,
 } from "../node/pki.js";
-
-/**
- * The X.509 library, loaded on the first certificate issued rather than when the server kit
- * is imported (`src/node/x509.ts` says what it costs).
- */
-async function loadX509(): Promise<typeof X509> {
-  return (await import("../node/x509.js")).x509;
-}
 
 const EC_P256: EcKeyGenParams & EcKeyImportParams = { name: "ECDSA", namedCurve: "P-256" };
 const SIGNING_ALGORITHM: EcdsaParams = { name: "ECDSA", hash: "SHA-256" };
@@ -80,11 +73,11 @@ export interface NodeCertificateOptions {
   /** The node's id; letters, digits and `-._~` only (it goes into a URN). */
   nodeId: string;
   /** DNS names and IP literals of the node. */
-  hosts?: readonly string[];
+  hosts?: readonly string[] | undefined;
   /** The node's own public key (SPKI PEM or DER, or a CryptoKey); when given, no key is generated. */
-  publicKey?: string | Uint8Array | CryptoKey;
+  publicKey?: string | Uint8Array | CryptoKey | undefined;
   /** Lifetime in days (default 365). */
-  validDays?: number;
+  validDays?: number | undefined;
 }
 
 /**
@@ -93,7 +86,9 @@ export interface NodeCertificateOptions {
  * @param options.commonName the CA's CN (default `Stratum cluster CA`)
  * @param options.validDays lifetime in days (default 3650)
  */
-export async function createClusterCa(options: { commonName?: string; validDays?: number } = {}): Promise<ClusterCa> {
+export async function createClusterCa(
+  options: { commonName?: string | undefined; validDays?: number | undefined } = {},
+): Promise<ClusterCa> {
   const x509 = await loadX509();
   const keys = (await crypto.subtle.generateKey(EC_P256, true, ["sign", "verify"])) as CryptoKeyPair;
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
@@ -182,7 +177,7 @@ async function issuedWithFreshKey(
  */
 export async function issueListenerCertificate(
   ca: Pick<ClusterCa, "certPem" | "keyPem">,
-  options: { hosts: readonly string[]; validDays?: number },
+  options: { hosts: readonly string[]; validDays?: number | undefined },
 ): Promise<IssuedCertificate> {
   if (options.hosts.length === 0)
     throw new StratumError("INVALID_ARGUMENT", "a listener certificate needs at least one host");

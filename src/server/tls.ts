@@ -24,7 +24,11 @@ import { spkiFingerprint } from "../node/pki.js";
  * @param options.caPem the cluster CA, PEM (optional): set as `ca`, so `socket.authorized`
  *   tells whether a client certificate chains to the cluster CA; nothing is refused for it
  */
-export function tlsServerOptions(options: { certPem: string; keyPem: string; caPem?: string }): tls.TlsOptions {
+export function tlsServerOptions(options: {
+  certPem: string;
+  keyPem: string;
+  caPem?: string | undefined;
+}): tls.TlsOptions {
   return {
     cert: options.certPem,
     key: options.keyPem,
@@ -37,8 +41,9 @@ export function tlsServerOptions(options: { certPem: string; keyPem: string; caP
 }
 
 interface NativeSecureContext {
-  enableTicketKeyCallback?: () => void;
-  onticketkeycallback?: (name: Buffer, iv: Buffer, encrypt: boolean) => [number, Buffer, Buffer, Buffer, Buffer];
+  enableTicketKeyCallback?: (() => void) | undefined;
+  onticketkeycallback?:
+    ((name: Buffer, iv: Buffer, encrypt: boolean) => [number, Buffer, Buffer, Buffer, Buffer]) | undefined;
 }
 
 const NO_TICKETS = Symbol.for("stratum.join.noSessionTickets");

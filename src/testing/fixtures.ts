@@ -19,19 +19,19 @@ export type ProblemCode = Schemas["ProblemCode"];
 /** What {@link problemResponse} puts in the document and headers besides the code. */
 export interface ProblemInit {
   /** The problem's short title; by default the code in words. */
-  title?: string;
+  title?: string | undefined;
   /** The human explanation; absent by default. */
-  detail?: string;
+  detail?: string | undefined;
   /** The request id; `req-test0000` by default. */
-  requestId?: string;
+  requestId?: string | undefined;
   /** Field errors (`INVALID_INPUT`, `JOIN_APPROVAL_REFUSED`). */
-  errors?: Schemas["FieldError"][];
+  errors?: Schemas["FieldError"][] | undefined;
   /** Per-code facts (`RELEASE_MISMATCH`: `clusterRelease`, …; `FORBIDDEN`: `permission`). */
-  details?: Record<string, unknown>;
+  details?: Record<string, unknown> | undefined;
   /** Seconds, sent as `Retry-After`. */
-  retryAfter?: number;
+  retryAfter?: number | undefined;
   /** More headers, e.g. `WWW-Authenticate`. */
-  headers?: Record<string, string>;
+  headers?: Record<string, string> | undefined;
 }
 
 /**

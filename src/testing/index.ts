@@ -11,6 +11,7 @@ import type { HttpHandler, HttpResponse } from "msw";
 import { createOpenApiHttp, type OpenApiHttpHandlers } from "openapi-msw";
 import type { components, operations, paths } from "../../generated/api.js";
 import { generateJoinCode } from "../core/join-code.js";
+import { joinAllows } from "../core/join-states.js";
 import { formatJoinUrl } from "../core/join-url.js";
 import { fixtures, problemResponse, type JoinCode, type NodeJoin, type ProblemCode, type Schemas } from "./fixtures.js";
 
@@ -45,6 +46,12 @@ export interface FakeCluster {
   upgrade: Schemas["ClusterUpgrade"];
   /** The cluster CA's fingerprint; a rotation changes it. */
   caFingerprint: string;
+  /** Registrations turned away because the waiting slots were full (the list's `capacity.waiting.refused`). */
+  refusedRegistrations: number;
+  /** The most waiting joins before new registrations are refused (`capacity.waiting.max`). Default 16. */
+  maxWaiting: number;
+  /** How many more machines the cluster can take, counted from `members` and `joins` as the founder does. */
+  capacity(): Schemas["JoinCapacity"];
   /** A machine registers: a `pending` join (or as overridden) is put first in the list. */
   addJoin(overrides?: Partial<NodeJoin>): NodeJoin;
   /** Changes a join in place (its state, steps, …) and bumps its `updatedAt`. */
@@ -52,6 +59,9 @@ export interface FakeCluster {
   /** Drops a join from the list. */
   removeJoin(id: string): void;
 }
+
+/** The most control-plane nodes a cluster takes (spec: Assignment.role). */
+const MAX_CONTROL_PLANE = 5;
 
 /** A {@link FakeCluster} with one member, no code and the given joins. */
 export function createFakeCluster(seed: { joins?: NodeJoin[]; joinCodes?: JoinCode[] } = {}): FakeCluster {
@@ -62,6 +72,28 @@ export function createFakeCluster(seed: { joins?: NodeJoin[]; joinCodes?: JoinCo
     networks: fixtures.clusterNetworks(),
     upgrade: { inProgress: false },
     caFingerprint: "7D:9F:05:39:12:F6:D4:91",
+    refusedRegistrations: 0,
+    maxWaiting: 16,
+    capacity() {
+      const members = cluster.members.items.filter(
+        (m) => m.state !== "leaving" && (m.role === "hybrid" || m.role === "control-plane"),
+      ).length;
+      const approved = cluster.joins.filter((j) => j.state === "approved").length;
+      return {
+        roles: ["hybrid"],
+        controlPlane: {
+          members,
+          approved,
+          max: MAX_CONTROL_PLANE,
+          remaining: Math.max(0, MAX_CONTROL_PLANE - members - approved),
+        },
+        waiting: {
+          count: cluster.joins.filter((j) => j.state === "pending" || j.state === "needs-upgrade").length,
+          max: cluster.maxWaiting,
+          refused: cluster.refusedRegistrations,
+        },
+      };
+    },
     addJoin(overrides) {
       const join = fixtures.nodeJoin(overrides);
       cluster.joins.unshift(join);
@@ -85,23 +117,25 @@ export function createFakeCluster(seed: { joins?: NodeJoin[]; joinCodes?: JoinCo
 /** Options of {@link adminHandlers}. */
 export interface AdminHandlersOptions {
   /** The state to serve; a fresh {@link createFakeCluster} by default. */
-  cluster?: FakeCluster;
+  cluster?: FakeCluster | undefined;
   /** Matches requests to this origin only; any origin (`*`) by default. */
-  baseUrl?: string;
+  baseUrl?: string | undefined;
   /**
    * When set, a request without `Authorization: Bearer <token>` gets 401 `UNAUTHORIZED` with
    * `WWW-Authenticate`, so a console's sign-in path can be tested.
    */
-  token?: string;
+  token?: string | undefined;
 }
 
 /**
  * msw handlers for every admin operation, serving a {@link FakeCluster} with the API's rules:
  * minting answers the code once, revoking a live code revokes it, approving (or previewing an
- * approval) only a `pending` or `failed` join (else 409 `JOIN_STATE_CONFLICT`), rejecting needs a reason (else 400
- * `INVALID_INPUT` with a field error), retrying only a `failed` one, failing (with a reason)
- * only a running one (`delivering`, `installing`), unknown ids 404, a CA rotation revokes every
- * live code. The join list has no long poll (no `ETag`): `watchJoins` polls it.
+ * approval), rejecting, failing, retrying and expiring a join only in the states
+ * `JOIN_ACTION_STATES` allows (the founder's own rule; else 409 `JOIN_STATE_CONFLICT`), rejecting
+ * and failing need a reason (else 400 `INVALID_INPUT` with a field error), approving refused at
+ * `role` once the cluster is full (its `capacity()`, which the join list answers), unknown ids
+ * 404, a CA rotation revokes every live code. The join list has no long poll (no `ETag`):
+ * `watchJoins` polls it.
  */
 export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[] {
   const cluster = options.cluster ?? createFakeCluster();
@@ -147,9 +181,27 @@ export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[]
   > => {
     const join = findJoin(joinId);
     if (!join) return { ok: false, refusal: notFound("join") };
-    if (join.state !== "pending" && join.state !== "failed") return { ok: false, refusal: conflict(join, "approved") };
+    if (!joinAllows(join.state, "approve")) return { ok: false, refusal: conflict(join, "approved") };
+    if (cluster.capacity().controlPlane.remaining === 0)
+      return {
+        ok: false,
+        refusal: problemResponse(409, "JOIN_APPROVAL_REFUSED", {
+          title: "Approval refused",
+          errors: [{ field: "role", message: "the cluster is full: it takes at most 5 control-plane nodes" }],
+        }),
+      };
     const body: Schemas["Approval"] = (await request.json().catch(() => undefined)) ?? {};
-    return { ok: true, join, assignment: { role: "hybrid" as const, name: join.hostname, ...body.assignment } };
+    const { role = "hybrid", ...rest } = body.assignment ?? {};
+    // As the founder: an approval may ask for any node role, and every one but hybrid is refused at `role`.
+    if (role !== "hybrid")
+      return {
+        ok: false,
+        refusal: problemResponse(409, "JOIN_APPROVAL_REFUSED", {
+          title: "Approval refused",
+          errors: [{ field: "role", message: `${role} nodes are not supported yet; every joiner is hybrid` }],
+        }),
+      };
+    return { ok: true, join, assignment: { name: join.hostname, ...rest, role } };
   };
 
   return [
@@ -186,7 +238,10 @@ export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[]
     }),
     http.get("/v1/admin/cluster/joins", ({ response }) =>
       // The list view carries no log tail; only the single join does.
-      response(200).json({ items: cluster.joins.map(({ logTail: _omitted, ...join }) => join) }),
+      response(200).json({
+        items: cluster.joins.map(({ logTail: _omitted, ...join }) => join),
+        capacity: cluster.capacity(),
+      }),
     ),
     http.get("/v1/admin/cluster/joins/{joinId}", ({ params, response }) => {
       const join = findJoin(params.joinId);
@@ -206,7 +261,14 @@ export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[]
     }),
     http.post("/v1/admin/cluster/joins/{joinId}/approval-preview", async ({ params, request, response }) => {
       const decision = await decide(params.joinId, request);
-      if (!decision.ok) return response.untyped(decision.refusal);
+      if (!decision.ok) {
+        // A refused assignment is the preview's answer, with 200, as the founder gives it.
+        if (decision.refusal.status === 409) {
+          const problem = (await decision.refusal.clone().json()) as Schemas["Problem"];
+          if (problem.code === "JOIN_APPROVAL_REFUSED") return response(200).json({ refusal: problem });
+        }
+        return response.untyped(decision.refusal);
+      }
       return response(200).json({ assignment: decision.assignment });
     }),
     http.post("/v1/admin/cluster/joins/{joinId}/reject", async ({ params, request, response }) => {
@@ -214,8 +276,7 @@ export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[]
       if (!join) return response.untyped(notFound("join"));
       const reason = await reasonOf(request);
       if (reason === undefined) return response.untyped(reasonRequired());
-      if (!["needs-upgrade", "pending", "approved", "failed"].includes(join.state))
-        return response.untyped(conflict(join, "rejected"));
+      if (!joinAllows(join.state, "reject")) return response.untyped(conflict(join, "rejected"));
       return response(200).json(
         cluster.updateJoin(join.id, {
           state: "rejected",
@@ -225,10 +286,16 @@ export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[]
         }),
       );
     }),
+    http.post("/v1/admin/cluster/joins/{joinId}/expire", ({ params, response }) => {
+      const join = findJoin(params.joinId);
+      if (!join) return response.untyped(notFound("join"));
+      if (!joinAllows(join.state, "expire")) return response.untyped(conflict(join, "expired"));
+      return response(200).json(cluster.updateJoin(join.id, { state: "expired" }));
+    }),
     http.post("/v1/admin/cluster/joins/{joinId}/retry", ({ params, response }) => {
       const join = findJoin(params.joinId);
       if (!join) return response.untyped(notFound("join"));
-      if (join.state !== "failed") return response.untyped(conflict(join, "retried"));
+      if (!joinAllows(join.state, "retry")) return response.untyped(conflict(join, "retried"));
       return response(200).json(
         cluster.updateJoin(join.id, {
           state: "approved",
@@ -243,7 +310,7 @@ export function adminHandlers(options: AdminHandlersOptions = {}): HttpHandler[]
       if (!join) return response.untyped(notFound("join"));
       const reason = await reasonOf(request);
       if (reason === undefined) return response.untyped(reasonRequired());
-      if (join.state !== "delivering" && join.state !== "installing") return response.untyped(conflict(join, "failed"));
+      if (!joinAllows(join.state, "fail")) return response.untyped(conflict(join, "failed"));
       return response(200).json(
         cluster.updateJoin(join.id, {
           state: "failed",

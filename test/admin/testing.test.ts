@@ -40,3 +40,25 @@ it("problemResponse is an application/problem+json document", async () => {
     requestId: "req-test0000",
   });
 });
+
+it("follows the founder's capacity: the list says it, a full cluster refuses at role, a waiting join expires", async () => {
+  const fresh = createFakeCluster();
+  server.use(...adminHandlers({ cluster: fresh, token: "test-token" }));
+  const joins = Array.from({ length: 6 }, (_, i) => fresh.addJoin({ hostname: `vm-${i}` }));
+  fresh.refusedRegistrations = 2;
+  let list = await client.listNodeJoins();
+  expect(list.capacity).toEqual({
+    roles: ["hybrid"],
+    controlPlane: { members: 1, approved: 0, max: 5, remaining: 4 },
+    waiting: { count: 6, max: 16, refused: 2 },
+  });
+  for (const join of joins.slice(0, 4)) await client.approveNodeJoin(join.id);
+  list = await client.listNodeJoins();
+  expect(list.capacity?.controlPlane).toMatchObject({ approved: 4, remaining: 0 });
+  await expect(client.approveNodeJoin(joins[4]!.id)).rejects.toMatchObject({
+    code: "JOIN_APPROVAL_REFUSED",
+    errors: [{ field: "role" }],
+  });
+  expect((await client.expireNodeJoin(joins[4]!.id)).state).toBe("expired");
+  await expect(client.expireNodeJoin(joins[0]!.id)).rejects.toMatchObject({ code: "JOIN_STATE_CONFLICT" });
+});

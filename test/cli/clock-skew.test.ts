@@ -1,5 +1,5 @@
 // A machine whose clock is wrong still joins (docs/protocol.md#founder-time): the real CLI, a
-// process of the real entry, under libfaketime (Debian's `faketime`, which .ci/run installs)
+// process of the real entry, under libfaketime (Debian's `faketime`, which `npm test` installs as root)
 // against a reference server on loopback with the true time, over real TLS. A year ahead,
 // three years behind, and 1 January 2000 (a dead RTC battery): `check`, `register` and a later
 // `status` (a new process, pinned to the CA, judging its leaf by the offset the session kept)
@@ -7,15 +7,16 @@
 //
 // Without faketime this file fails (it never skips): the behaviour it proves needs it.
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../../src/cli/run.js";
 import { demoInventory, startHarness, type Harness } from "../node/harness.js";
+import { expectInstalled, requirement } from "../machine/tools.js";
 import { buildCli, removeCli } from "./process.js";
 
-const FAKETIME = "/usr/bin/faketime";
+const FAKETIME = requirement("faketime").proof.path!;
 const DAY_S = 86_400;
 
 let h: Harness;
@@ -80,8 +81,8 @@ const SETTINGS = [
 const MARGIN_S = 120;
 
 describe("the CLI with a wrong clock, under libfaketime", { timeout: 180_000 }, () => {
-  it("faketime is installed (Debian package faketime; .ci/run installs it)", async () => {
-    expect(existsSync(FAKETIME), `${FAKETIME} is missing: apt-get install faketime`).toBe(true);
+  it("faketime is installed (Debian package faketime; `npm test` installs it as root)", async () => {
+    expectInstalled("faketime");
     // And it fakes this Node's clock: the premise of every test below.
     const run = await underFaketime(["2000-01-01 00:00:00"], ["--version"]);
     expect(run.code, run.stderr).toBe(0);

@@ -118,7 +118,7 @@ describe("a peer's strings in the CLI's output", () => {
       }),
     );
     const one = await cli(["admin", "joins", joinId, ...admin]);
-    expect(one.stdout).toContain("failed at");
+    expect(one.stdout).toContain("failure");
     expect(one.stdout).not.toMatch(ACTS_ON);
     expect(one.stdout).toContain("\\x1b[1A");
   });

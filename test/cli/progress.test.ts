@@ -11,7 +11,11 @@ import { createAdminClient, StratumApiError, StratumError } from "../../src/inde
 import { JoinProtocolError } from "../../src/errors/index.js";
 import { EXIT_CODE_TABLE, exitCodeFor, exitCodeForCode, runCli } from "../../src/cli/run.js";
 import { Output } from "../../src/cli/output.js";
-import { demoInventory, startHarness, type Harness } from "../node/harness.js";
+import { demoInventory, type Harness } from "../node/harness.js";
+import { startUnsealingHarness, writeSecretsFile } from "../node/machine-secrets.js";
+import { startSwtpm, type Swtpm } from "../node/swtpm.js";
+import { closedPort } from "./process.js";
+import { expectDocumentedResult } from "./json-results.js";
 
 interface Run {
   code: number;
@@ -33,16 +37,9 @@ async function cli(
     isTTY: options.isTTY ?? false,
     ...(options.stdin ? { stdin: options.stdin } : {}),
   });
-  return { code, stdout, stderr, json: args.includes("--json") ? JSON.parse(stdout) : undefined };
-}
-
-/** A port on loopback that nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
+  const json = args.includes("--json") ? JSON.parse(stdout) : undefined;
+  if (json !== undefined && code === 0) expectDocumentedResult(args, json);
+  return { code, stdout, stderr, json };
 }
 
 let tmp: string;
@@ -51,14 +48,15 @@ let admin: string[];
 let url: string;
 const env = () => ({ STRATUM_TOKEN: h.server.adminToken });
 
+let tpm: Swtpm;
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), "stratum-cli-progress-"));
-  h = await startHarness({ timing: { tickMs: 100 } });
+  [h, tpm] = await Promise.all([startUnsealingHarness({ timing: { tickMs: 100 } }), startSwtpm()]);
   admin = ["--api", h.server.adminUrl];
   url = (await h.admin.mintJoinCode({ endpoint: h.server.joinEndpoint })).url;
 });
 afterAll(async () => {
-  await h?.close();
+  await Promise.all([h?.close(), tpm?.stop()]);
   rmSync(tmp, { recursive: true, force: true });
 });
 
@@ -82,20 +80,25 @@ async function deliveredMachine(name: string, args: string[] = []): Promise<{ di
   expect(first.code, first.stdout + first.stderr).toBe(0);
   const approved = await cli(["admin", "approve", first.json.joinId, ...admin, "--json"], { env: env() });
   expect(approved.code, JSON.stringify(approved.json)).toBe(0);
-  const run = await cli([
-    "register",
-    "--url",
-    url,
-    "--identity",
-    dir,
-    "--release",
-    "0.6.0",
-    "--wait",
-    "delivering",
-    "--timeout",
-    "20",
-    "--json",
-  ]);
+  const run = await cli(
+    [
+      "register",
+      "--url",
+      url,
+      "--identity",
+      dir,
+      "--release",
+      "0.6.0",
+      "--wait",
+      "delivering",
+      "--timeout",
+      "20",
+      "--secrets",
+      writeSecretsFile(join(tmp, `${name}-homes`)),
+      "--json",
+    ],
+    { env: { TPM2TOOLS_TCTI: tpm.tcti } },
+  );
   expect(run.code, run.stdout + run.stderr).toBe(0);
   return { dir, joinId: first.json.joinId, run };
 }
@@ -106,12 +109,23 @@ describe("progress: the joiner's steps take the join to joined", () => {
     const join_ = await h.admin.getNodeJoin(joinId);
     expect(join_.inventory?.nics?.length).toBeGreaterThan(0);
     expect(join_.assignment?.mgmt?.interface).toBeTruthy();
-    // The delivery's files are listed by role, nodeKey among them: the value is its path.
+    // The delivery's files are listed by role, nodeKey among them, and each secret's
+    // destination by field: the values are paths and names.
     expect(run.json.delivery.files.nodeKey).toBe(join(dir, "delivery", "node.key"));
-    expect(run.json.delivery.files["secret:adminPassword"]).toBe(join(dir, "delivery", "secrets", "admin-password"));
+    const homes = join(tmp, "m-default-homes");
+    expect(run.json.delivery.secrets.adminPassword).toEqual([
+      { kind: "env", path: join(homes, "etc", "controlplane.env"), name: "STRATUM_IAM_ADMIN_PASSWORD" },
+      { kind: "file", path: join(homes, "etc", "bootstrap-credentials.txt") },
+    ]);
     expect(run.stdout).not.toContain("[redacted]");
-    const status = await cli(["status", "--identity", dir, "--write-delivery", "--json"]);
+    const status = await cli(
+      ["status", "--identity", dir, "--write-delivery", "--secrets", join(homes, "secrets.json"), "--json"],
+      { env: { TPM2TOOLS_TCTI: tpm.tcti } },
+    );
     expect(status.json.delivery.files.nodeKey).toBe(join(dir, "delivery", "node.key"));
+    expect(status.json.delivery.secrets.openBaoUnsealKey).toEqual([
+      { kind: "tpm", path: join(homes, "var", "openbao-unseal.sealed") },
+    ]);
     expect(status.stdout).not.toContain("PRIVATE KEY");
     // Done: the founder delivers one join at a time, and the next tests' machines wait for this one.
     expect(
@@ -298,7 +312,7 @@ describe("output fixes", () => {
     expect(approve.stderr).toContain(`POST /v1/admin/cluster/joins/nj-8w2k4m1p/approve to 127.0.0.1:${port}`);
     expect(approve.stderr).toContain("ECONNREFUSED");
     expect(approve.stderr).not.toContain("{joinId}");
-    expect(approve.stderr).toMatch(/→ Check that this machine reaches the host/);
+    expect(approve.stderr).toMatch(/→ Check that the founder's admin API runs at the address named above/);
     expect(list.stdout + approve.stderr).not.toContain("sekret-token");
   });
 
@@ -313,7 +327,7 @@ describe("output fixes", () => {
       const error = await client.retryNodeJoin("nj-4f7k2q9m").catch((e: unknown) => e);
       expect(error).toMatchObject({ code: "TIMEOUT" });
       expect((error as Error).message).toBe(
-        `retryNodeJoin: POST /v1/admin/cluster/joins/nj-4f7k2q9m/retry to 127.0.0.1:${port} got no answer within 300 ms`,
+        `POST /v1/admin/cluster/joins/nj-4f7k2q9m/retry to 127.0.0.1:${port} got no answer within 300 ms`,
       );
     } finally {
       for (const socket of sockets) socket.destroy();

@@ -3,6 +3,7 @@
  * asked): the helper every CLI test uses.
  */
 import { runCli } from "../../src/cli/run.js";
+import { expectDocumentedResult } from "./json-results.js";
 
 export interface Run {
   code: number;
@@ -39,5 +40,6 @@ export async function cli(
   });
   let json: unknown;
   if (args.includes("--json")) json = JSON.parse(stdout); // throws unless stdout is exactly one document
+  if (args.includes("--json") && code === 0) expectDocumentedResult(args, json);
   return { code, stdout, stderr, json };
 }

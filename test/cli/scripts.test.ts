@@ -4,23 +4,28 @@
 // URL, the token file it reads, the machine's directory): a README edited into a broken flow
 // fails here.
 import { spawn } from "node:child_process";
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { startHarness, type Harness } from "../node/harness.js";
+import { expectInstalled } from "../machine/tools.js";
+import type { Harness } from "../node/harness.js";
+import { startUnsealingHarness, writeSecretsFile } from "../node/machine-secrets.js";
+import { startSwtpm, type Swtpm } from "../node/swtpm.js";
 import { buildCli, removeCli, root, shellQuote } from "./process.js";
 
 let h: Harness;
 let tmp: string;
 let cli: string;
 
+let tpm: Swtpm;
 beforeAll(async () => {
+  expectInstalled("jq");
   tmp = mkdtempSync(join(tmpdir(), "stratum-cli-scripts-"));
-  [h, cli] = await Promise.all([startHarness({ timing: { tickMs: 100 } }), buildCli()]);
+  [h, cli, tpm] = await Promise.all([startUnsealingHarness({ timing: { tickMs: 100 } }), buildCli(), startSwtpm()]);
 });
 afterAll(async () => {
-  await h?.close();
+  await Promise.all([h?.close(), tpm?.stop()]);
   rmSync(tmp, { recursive: true, force: true });
   if (cli) removeCli(cli);
 });
@@ -59,13 +64,15 @@ it("the README's Scripts flow takes a machine from a minted code to joined with 
   expect(settings, "the block sets STRATUM_API (with STRATUM_TOKEN) and ID on lines of their own").toBe(2);
   expect(block).toMatch(/STRATUM_TOKEN="\$\(cat admin\.token\)"/);
   writeFileSync(join(tmp, "admin.token"), `${h.server.adminToken}\n`, { mode: 0o600 });
+  // The secrets' homes: the seed's, under the test's own directory (as a reader's are /etc/stratum).
+  copyFileSync(writeSecretsFile(join(tmp, "homes")), join(tmp, "secrets.json"));
   // `stratum-join` on the PATH, as an installed package puts it there.
   writeFileSync(join(tmp, "stratum-join"), `#!/bin/sh\nexec ${shellQuote(process.execPath)} ${shellQuote(cli)} "$@"\n`);
   chmodSync(join(tmp, "stratum-join"), 0o755);
 
   const child = spawn("bash", ["-euo", "pipefail", "-c", script], {
     cwd: tmp,
-    env: { PATH: `${tmp}:${process.env.PATH ?? "/usr/bin:/bin"}`, HOME: tmp },
+    env: { PATH: `${tmp}:${process.env.PATH ?? "/usr/bin:/bin"}`, HOME: tmp, TPM2TOOLS_TCTI: tpm.tcti },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stdout = "";
@@ -83,6 +90,8 @@ it("the README's Scripts flow takes a machine from a minted code to joined with 
   const joins = (await h.admin.listNodeJoins()).items;
   expect(joins).toHaveLength(1);
   expect(joins[0]).toMatchObject({ state: "joined" });
+  // The unseal key went to the TPM, sealed.
+  expect(readFileSync(join(tmp, "homes", "var", "openbao-unseal.sealed"), "utf8")).toContain("tpm-sealed");
   // The person at the terminal saw the pairing code (stderr, since --json), never the token.
   expect(stderr).toContain("PAIRING CODE");
   expect(stdout + stderr).not.toContain(h.server.adminToken);

@@ -3,14 +3,17 @@
 // not in a pipe or with NO_COLOR, the retry line that updates in place while the listener is
 // down and the "reconnected" line after, each state once, the suggested fix of a mistyped code
 // on a terminal only, Ctrl-C → 130.
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, connect, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { COMMANDS, runCli } from "../../src/cli/run.js";
 import { stripAnsi } from "../../src/cli/style.js";
-import { startHarness, type Harness } from "../node/harness.js";
+import { expectInstalled } from "../machine/tools.js";
+import type { Harness } from "../node/harness.js";
+import { startUnsealingHarness } from "../node/machine-secrets.js";
+import { startSwtpm, type Swtpm } from "../node/swtpm.js";
 import { buildCli, inPipe, inTerminal, inTerminalShell, killAll, removeCli, screen, shellQuote } from "./process.js";
 
 const ESC = "\x1b[";
@@ -18,6 +21,7 @@ let cli: string;
 let tmp: string;
 
 beforeAll(async () => {
+  expectInstalled("bsdutils"); // `script`, the terminal
   tmp = mkdtempSync(join(tmpdir(), "stratum-cli-tty-"));
   cli = await buildCli();
 });
@@ -160,8 +164,11 @@ describe("waiting on a terminal, against a reference server", () => {
   let h: Harness;
   let relay: Relay;
   let url: string;
+  let tpm: Swtpm;
+  let homes: string;
   beforeAll(async () => {
-    h = await startHarness({ timing: { tickMs: 100 } });
+    [h, tpm] = await Promise.all([startUnsealingHarness({ timing: { tickMs: 100 } }), startSwtpm()]);
+    homes = mkdtempSync(join(tmpdir(), "sj-"));
     const [host, port] = h.server.joinEndpoint.split(":");
     relay = new Relay({ host: host!, port: Number(port) });
     await relay.up();
@@ -169,16 +176,38 @@ describe("waiting on a terminal, against a reference server", () => {
   });
   afterAll(async () => {
     await relay?.down();
-    await h?.close();
+    await Promise.all([h?.close(), tpm?.stop()]);
+    if (homes) rmSync(homes, { recursive: true, force: true });
   });
+
+  /**
+   * A `--secrets` file with paths no longer than a real machine's (/etc/stratum/…, under a
+   * short temporary directory), so the lines about them are as long as there.
+   */
+  function secretsFile(): string {
+    const at = (name: string) => join(homes, name);
+    const file = at("secrets.json");
+    writeFileSync(
+      file,
+      JSON.stringify({
+        adminPassword: [{ env: at("cp.env"), name: "STRATUM_IAM_ADMIN_PASSWORD" }, { file: at("bootstrap.txt") }],
+        openBaoToken: { env: at("cp.env"), name: "STRATUM_OPENBAO_TOKEN" },
+        openBaoNodeToken: { file: at("node.token") },
+        dnsEncryptionKey: { env: at("axdnsd.env"), name: "ENCRYPTION_KEY" },
+        postgresPassword: { file: at("pg") },
+        openBaoUnsealKey: { tpm: at("unseal.sealed") },
+      }),
+    );
+    return file;
+  }
 
   it("one line per state; while the listener is down one updating retry line, then 'reconnected'", async () => {
     // A directory as short as a real one (/var/lib/stratum-join), so the lines are as long.
     const dir = join(tmp, "m1");
     const run = inTerminal(
       cli,
-      ["register", "--identity", "m1", "--release", "0.6.0", "--wait", "delivering"],
-      { STRATUM_JOIN_URL: url },
+      ["register", "--identity", "m1", "--release", "0.6.0", "--wait", "delivering", "--secrets", secretsFile()],
+      { STRATUM_JOIN_URL: url, TPM2TOOLS_TCTI: tpm.tcti },
       { cwd: tmp },
     );
     await run.until((out) => out.includes("join session saved"), "the wait to begin");
@@ -214,6 +243,9 @@ describe("waiting on a terminal, against a reference server", () => {
     expect(lines.filter((line) => line.startsWith("reconnected to"))).toHaveLength(1);
     expect(lines.filter((line) => line.includes("state pending"))).toHaveLength(1);
     expect(lines.filter((line) => line.includes("state delivering"))).toHaveLength(1);
+    // Where each secret went: one line each, the unseal key sealed.
+    expect(lines.filter((line) => /^ {2}openBaoUnsealKey +TPM-sealed /.test(line))).toHaveLength(1);
+    expect(lines.filter((line) => /^ {2}adminPassword /.test(line))).toHaveLength(2);
     expect(lines.some((line) => line.includes("PAIRING CODE"))).toBe(true);
     // The states in colour: pending in yellow, delivering in cyan.
     expect(run.out()).toContain(`${ESC}33mpending`);

@@ -38,28 +38,54 @@ export function saveAxeLog(run: string): void {
 }
 
 /**
+ * What a checkpoint needs of a page, whichever browser drives it: Playwright's Chromium or
+ * Puppeteer's Firefox (WebDriver BiDi) (see driver.ts).
+ */
+export interface CheckpointView {
+  /** Sets the viewport. */
+  setViewport(size: { width: number; height: number }): Promise<void>;
+  /** Runs `fn` in the page and returns its result. */
+  evaluate<R>(fn: () => R | Promise<R>): Promise<R>;
+  /** Saves a screenshot, of the whole page or of the viewport. */
+  screenshot(path: string, fullPage: boolean): Promise<void>;
+  /** Adds a script file to the page. */
+  addScript(path: string): Promise<void>;
+}
+
+/** A Playwright page as a {@link CheckpointView}. */
+export function playwrightView(page: Page): CheckpointView {
+  return {
+    setViewport: (size) => page.setViewportSize(size),
+    evaluate: (fn) => page.evaluate(fn),
+    screenshot: async (path, fullPage) => void (await page.screenshot({ path, fullPage })),
+    addScript: async (path) => void (await page.addScriptTag({ path })),
+  };
+}
+
+/**
  * Looks at the page in its current state at each width: no horizontal overflow, a screenshot
  * (`test-results/console-<state>-<width>.png`), axe-core with no serious or critical
  * violation. Leaves the page at `restoreWidth`.
  */
-export async function checkpoint(page: Page, state: string, restoreWidth = 1280): Promise<void> {
+export async function checkpoint(page: Page | CheckpointView, state: string, restoreWidth = 1280): Promise<void> {
+  const view = "setViewportSize" in page ? playwrightView(page) : page;
   mkdirSync(SHOTS, { recursive: true });
   for (const size of WIDTHS) {
-    await page.setViewportSize(size);
+    await view.setViewport(size);
     // Two frames: the resize's layout and anything a resize observer changed.
-    await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
-    const { scrollWidth, innerWidth, wide } = await page.evaluate(() => ({
+    await view.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+    const { scrollWidth, innerWidth, wide } = await view.evaluate(() => ({
       scrollWidth: document.documentElement.scrollWidth,
       innerWidth: window.innerWidth,
       // What sticks out, for the failure message.
       wide: [...document.querySelectorAll<HTMLElement>("body *")]
-        .filter((el) => el.getBoundingClientRect().right > window.innerWidth + 0.5)
+        .filter((el) => el.getBoundingClientRect().right > window.innerWidth + 0.5 && !el.closest(".table-wrap"))
         .slice(0, 5)
         .map((el) => `${el.tagName.toLowerCase()}.${el.className}[${el.dataset.testid ?? ""}]`),
     }));
     expect(scrollWidth, `${state} at ${size.width} px overflows: ${wide.join(", ")}`).toBeLessThanOrEqual(innerWidth);
-    await screenshot(page, join(SHOTS, `console-${state}-${size.width}.png`), size);
-    const violations = await axe(page);
+    await screenshot(view, join(SHOTS, `console-${state}-${size.width}.png`), size);
+    const violations = await axe(view);
     axeLog.push({
       state,
       width: size.width,
@@ -72,7 +98,7 @@ export async function checkpoint(page: Page, state: string, restoreWidth = 1280)
     ).toEqual([]);
   }
   const back = WIDTHS.find((w) => w.width === restoreWidth) ?? WIDTHS[0];
-  await page.setViewportSize(back);
+  await view.setViewport(back);
 }
 
 /**
@@ -80,15 +106,15 @@ export async function checkpoint(page: Page, state: string, restoreWidth = 1280)
  * instead (a full-page shot would show the dialog and its backdrop at the viewport's first
  * screen only), so the whole dialog is in the picture as on a tall screen.
  */
-async function screenshot(page: Page, path: string, size: { width: number; height: number }): Promise<void> {
-  const dialogHeight = await page.evaluate(() => document.querySelector("dialog[open]")?.scrollHeight);
+async function screenshot(view: CheckpointView, path: string, size: { width: number; height: number }): Promise<void> {
+  const dialogHeight = await view.evaluate(() => document.querySelector("dialog[open]")?.scrollHeight);
   if (dialogHeight === undefined) {
-    await page.screenshot({ path, fullPage: true });
+    await view.screenshot(path, true);
     return;
   }
-  await page.setViewportSize({ width: size.width, height: Math.max(size.height, dialogHeight + 60) });
-  await page.screenshot({ path });
-  await page.setViewportSize(size);
+  await view.setViewport({ width: size.width, height: Math.max(size.height, dialogHeight + 60) });
+  await view.screenshot(path, false);
+  await view.setViewport(size);
 }
 
 interface AxeViolation {
@@ -99,9 +125,9 @@ interface AxeViolation {
 }
 
 /** Runs axe-core (injected once per page load) on the whole document. */
-async function axe(page: Page): Promise<AxeViolation[]> {
-  if (!(await page.evaluate(() => "axe" in window))) await page.addScriptTag({ path: AXE });
-  return page.evaluate(async () => {
+async function axe(view: CheckpointView): Promise<AxeViolation[]> {
+  if (!(await view.evaluate(() => "axe" in window))) await view.addScript(AXE);
+  return view.evaluate(async () => {
     type Results = { violations: AxeViolation[]; passes: unknown[] };
     const axe = (window as unknown as { axe: { run(context: Document, options: object): Promise<Results> } }).axe;
     const result = await axe.run(document, { resultTypes: ["violations"] });

@@ -17,6 +17,7 @@ import {
   fieldsOf,
   fieldTarget,
   mgmtCandidates,
+  needsConfirm,
   sentDiskNames,
 } from "../../examples/console/src/assignment.js";
 import { registerCommand } from "../../examples/console/src/codes.js";
@@ -26,6 +27,7 @@ import {
   explainState,
   failureInWords,
   installProgress,
+  matchesSearch,
   isRealNic,
   macsOf,
   machineName,
@@ -51,7 +53,8 @@ const inventory: Inventory = {
       sizeBytes: 3.84e12,
       holders: [{ kind: "filesystem", device: "nvme1n1", detail: "ext4" }],
     },
-    { name: "sda", path: "/dev/sda", byId: ["/dev/disk/by-id/ata-X"], sizeBytes: 1e12 },
+    { name: "sda", path: "/dev/sda", byId: ["/dev/disk/by-id/ata-X"], sizeBytes: 1e12, holders: [] },
+    // No holders: the machine could not probe it.
     { name: "sdb", path: "/dev/sdb", sizeBytes: 1e12 },
   ],
   nics: [
@@ -117,7 +120,7 @@ describe("machines", () => {
       "nvme0n1, 512 GB, system",
       "nvme1n1, 3.8 TB, holds data",
       "sda, 1.0 TB, blank",
-      "sdb, 1.0 TB, blank",
+      "sdb, 1.0 TB, not probed",
     ]);
     expect(rows.find((r) => r.term === "Network")!.value).toContain("enp2s0f0: 58:47:ca:70:12:99, no link, 25 Gb/s");
     expect(summarizeHardware(undefined)).toEqual([{ term: "Hardware", value: "not reported by the machine" }]);
@@ -134,9 +137,13 @@ describe("machines", () => {
     expect(plain(explainState(join({ expiresAt: later(3_600_000) }), NOW))).toMatch(
       /pairing code.*Unless approved, it expires in 1 h \(/,
     );
-    expect(explainState(join({ state: "approved", waitReason: "queued: delivery starts shortly" }), NOW)).toBe(
-      "Approved; queued: delivery starts shortly.",
+    // The API's waitReason is what follows "waiting for".
+    expect(explainState(join({ state: "approved", waitReason: "its turn: delivery starts shortly" }), NOW)).toBe(
+      "Approved; waiting for its turn: delivery starts shortly.",
     );
+    expect(
+      plain(explainState(join({ waitReason: "a free place: the cluster is full", expiresAt: later(3_600_000) }), NOW)),
+    ).toMatch(/^It cannot be approved now: it is waiting for a free place: the cluster is full\. Unless approved/);
     expect(explainState(join({ state: "delivering", deliveredAt: ago(12_000) }), NOW)).toMatch(
       /waiting for the machine to collect it/,
     );
@@ -188,6 +195,45 @@ describe("machines", () => {
     expect(plain(explainState(join({ state: "installing", steps, deliveredAt: ago(90_000) }), NOW))).toBe(
       "Installing, step 2 of 3: Joining Postgres, 1 min 30 s elapsed.",
     );
+  });
+
+  it("counts against the plan's total from the first step, and stops the clock when the join ends", () => {
+    const first: NodeJoin["steps"] = [{ name: "storage", title: "Preparing disks", status: "running" }];
+    expect(installProgress(join({ state: "installing", steps: first, totalSteps: 7 }), NOW)!.headline).toBe(
+      "Step 1 of 7: Preparing disks",
+    );
+    // Without the plan's total, the steps reported so far.
+    expect(installProgress(join({ state: "installing", steps: first }), NOW)!.headline).toBe(
+      "Step 1 of 1: Preparing disks",
+    );
+    // A failed join's time ends where the join did, not at the page's clock.
+    const failed = join({ state: "failed", steps: first, deliveredAt: ago(120_000), updatedAt: ago(60_000) });
+    expect(installProgress(failed, NOW)!.elapsedMs).toBe(60_000);
+    expect(installProgress(failed, NOW + 3_600_000)!.elapsedMs).toBe(60_000);
+  });
+
+  it("finds a machine by its pairing code however typed, host name, serial, MAC with or without colons, address", () => {
+    const j = join({
+      pairingCode: "SX7-BPM",
+      hostname: "rack2-vm",
+      systemSerial: "VM-A-0001",
+      sourceAddr: "10.0.2.15",
+      inventory: { nics: [{ name: "ens3", mac: "52:54:00:12:34:56", addresses: ["10.0.2.15/24"] }] },
+    });
+    for (const query of [
+      "SX7-BPM",
+      "sx7bpm",
+      "SX7",
+      "rack2",
+      "VM-A",
+      "52:54:00:12",
+      "525400123456",
+      "10.0.2.15",
+      "rack2 sx7",
+    ])
+      expect(matchesSearch(j, query), query).toBe(true);
+    for (const query of ["ZZZ-999", "rack3", "10.0.3", "rack2 zzz"]) expect(matchesSearch(j, query), query).toBe(false);
+    expect(matchesSearch(j, "  ")).toBe(true);
   });
 });
 
@@ -246,10 +292,10 @@ describe("the approval", () => {
     // Nothing chosen is nothing sent: the founder applies its own defaults.
     expect(approvalFromDraft(draft)).toEqual({});
     expect(draft.disks.map((d) => [d.name, d.key, d.system, d.data])).toEqual([
-      ["nvme0n1", "eui.0", true, undefined],
-      ["nvme1n1", "eui.1", false, "filesystem (ext4)"],
+      ["nvme0n1", "eui.0", true, expect.stringContaining("not probed")],
+      ["nvme1n1", "eui.1", false, "holds data: filesystem (ext4) on nvme1n1"],
       ["sda", "/dev/disk/by-id/ata-X", false, undefined],
-      ["sdb", undefined, false, undefined],
+      ["sdb", undefined, false, expect.stringContaining("not probed")],
     ]);
     expect(draftFromJoin(join({ inventory: undefined })).disks).toEqual([]);
     expect(mgmtCandidates(join()).map((c) => [c.name, c.address])).toEqual([
@@ -293,6 +339,21 @@ describe("the approval", () => {
     expect(fieldTarget("disks[5].key", sent)).toEqual({ kind: "general" });
   });
 
+  it("never calls an unprobed disk blank: giving it a role asks for its typed key, and says why", () => {
+    const unprobed = { name: "sdc", path: "/dev/sdc", wwn: "naa.c", sizeBytes: 1e12 };
+    const draft = draftFromJoin(
+      join({ inventory: { disks: [unprobed, { ...unprobed, name: "sdd", wwn: "naa.d", holders: [] }] } }),
+    );
+    const [sdc, sdd] = draft.disks;
+    expect(sdc!.data).toBe("not probed: the machine could not read what is on it, so it may hold data");
+    expect(sdd!.data).toBeUndefined();
+    sdc!.choice = "ceph-osd";
+    sdd!.choice = "ceph-osd";
+    expect(needsConfirm(sdc!)).toBe(true);
+    expect(needsConfirm(sdd!)).toBe(false);
+    expect(summarizeHardware({ disks: [unprobed] })[0]!.value).toEqual(["sdc, 1.0 TB, not probed"]);
+  });
+
   it("describes the founder's assignment in lines a person checks, disks by their kernel names", () => {
     const draft = draftFromJoin(join());
     const assignment: Assignment = {
@@ -319,6 +380,7 @@ describe("the register command", () => {
       "stratum-join register --url 'stratum-join://192.0.2.240/4F7K-2Q9M-ABD' --identity /var/lib/stratum-join --release '0.6.0'",
     );
     expect(registerCommand("stratum-join://h/C", "it's")).toContain(`--release 'it'\\''s'`);
-    expect(registerCommand("stratum-join://h/C", "")).toMatch(/--release <release>$/);
+    expect(registerCommand("stratum-join://h/C", "")).toMatch(/--release RELEASE$/);
+    expect(registerCommand("stratum-join://h/C", "")).not.toMatch(/[<>]/);
   });
 });

@@ -5,7 +5,7 @@
  * machines registering with the Node joiner, and a guard that makes the steps after a failed
  * one fail at once instead of timing out one by one.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Browser, type Locator, type Page } from "playwright-core";
@@ -19,27 +19,13 @@ import {
 } from "../../src/node/index.js";
 import { startReferenceServer, type ReferenceServer } from "../../examples/reference-server/server.js";
 import { buildConsole, serveStatic } from "./build-console.js";
+import { expectInstalled } from "../machine/tools.js";
+import { CHROMIUM_ARGS } from "./driver.js";
 import { saveAxeLog, SHOTS, WIDTHS } from "./checkpoint.js";
 
-export const CHROMIUM = "/usr/bin/chromium";
-// No outside network here: without these Chromium keeps dialling Google services and floods
-// the log with refused connections.
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
+export { CHROMIUM } from "./driver.js";
 /** Page updates come from polls (1.5 s apart) and a loaded CI machine is slow: wait generously. */
 export const POLL = { timeout: 20_000, interval: 100 };
-
-/** Runs on a machine with Chromium, and always in CI (where a missing Chromium fails the run). */
-export const runnable = existsSync(CHROMIUM) || Boolean(process.env.CI);
-if (!runnable) console.warn(`console e2e skipped: ${CHROMIUM} is missing (apt-get install chromium); CI runs it`);
 
 /** A machine that registered. */
 export interface Machine {
@@ -65,10 +51,10 @@ export class ConsoleWorld {
 
   /** Builds the page, starts the server and Chromium, and opens the page (1280 px wide). */
   async open(): Promise<void> {
-    expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: .ci/run installs it with apt-get`).toBe(true);
+    const executablePath = expectInstalled("chromium")!;
     [, this.server] = await Promise.all([buildConsole(this.outDir), this.startServer()]);
     this.site = await serveStatic(this.outDir);
-    this.browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    this.browser = await chromium.launch({ executablePath, args: CHROMIUM_ARGS });
     const context = await this.browser.newContext({ viewport: WIDTHS[0] });
     await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(this.site.url).origin });
     this.page = await context.newPage();

@@ -57,9 +57,14 @@ const subjects: Subject[] = [
     name: "watchJoins",
     async waiting(what, signal) {
       const client = lister([what === "poll" ? "hang" : "fail"]);
-      const pending = watchJoins(client, { signal, backoff: { baseMs: 60_000, maxMs: 60_000 } }).next();
-      await until(() => client.calls === 1);
-      await new Promise((r) => setTimeout(r, 20)); // the failure reached the backoff
+      // onRetry is told just before the backoff's wait begins.
+      let backingOff = false;
+      const pending = watchJoins(client, {
+        signal,
+        backoff: { baseMs: 60_000, maxMs: 60_000 },
+        onRetry: () => (backingOff = true),
+      }).next();
+      await until(() => (what === "poll" ? client.calls === 1 : backingOff));
       return { pending };
     },
   },
@@ -68,10 +73,11 @@ const subjects: Subject[] = [
     async waiting(what, signal) {
       const session = listener.sessionFor(identity);
       if (what === "backoff") listener.behave.view = () => problem(503, "UPGRADE_IN_PROGRESS", 60);
-      const watch = watchRegistration(session, identity, { signal });
+      let backingOff = false;
+      const watch = watchRegistration(session, identity, { signal, onRetry: () => (backingOff = true) });
       if (what === "backoff") {
         const pending = watch.next();
-        await until(() => listener.calls.view === 1);
+        await until(() => backingOff);
         return { pending };
       }
       await watch.next(); // the current view; the next one is a long poll the listener holds
@@ -85,8 +91,13 @@ const subjects: Subject[] = [
     async waiting(what, signal) {
       const session = listener.sessionFor(identity);
       if (what === "backoff") listener.behave.view = () => problem(503, "UPGRADE_IN_PROGRESS", 60);
-      const pending = waitForRegistration(session, identity, { signal, until: "approved" });
-      await until(() => listener.calls.view === (what === "poll" ? 2 : 1));
+      let backingOff = false;
+      const pending = waitForRegistration(session, identity, {
+        signal,
+        until: "approved",
+        onRetry: () => (backingOff = true),
+      });
+      await until(() => (what === "poll" ? listener.calls.view === 2 : backingOff));
       return { pending };
     },
   },

@@ -20,6 +20,7 @@ import {
   writeDelivery,
 } from "../../src/node/index.js";
 import type { Registration } from "../../src/index.js";
+import { sensitiveFields } from "../../generated/sensitive.js";
 import { demoInventory, eventually, startHarness, type Harness } from "./harness.js";
 
 let h: Harness;
@@ -66,7 +67,9 @@ describe("the joiner against the reference server", () => {
     const lines = h.log.length;
     const { code, endpoint } = parseJoinUrl(url);
     const typo = code.formatted.slice(0, 5) + (code.formatted[5] === "Z" ? "Y" : "Z") + code.formatted.slice(6);
-    await expect(checkJoinCode({ endpoint, code: typo, release: "0.6.0" })).rejects.toBeInstanceOf(JoinCodeError);
+    const error = await checkJoinCode({ endpoint, code: typo, release: "0.6.0" }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(JoinCodeError);
+    expect(error).toMatchObject({ code: "JOIN_CODE_MALFORMED", reason: "check" });
     expect(h.log.length).toBe(lines);
   });
 
@@ -159,7 +162,14 @@ describe("the joiner against the reference server", () => {
 
     const dir = mkdtempSync(join(tmpdir(), "stratum-delivery-"));
     try {
-      const written = await writeDelivery(join(dir, "delivery"), delivery);
+      // Each secret to the installer's own code (the other destinations: machine-keeps.e2e.test.ts).
+      const handed: Record<string, string> = {};
+      const secrets = Object.fromEntries(
+        sensitiveFields.Bundle.filter((f) => f !== "nodeKey").map((f) => [f, (v: string) => void (handed[f] = v)]),
+      );
+      const written = await writeDelivery(join(dir, "delivery"), delivery, { secrets });
+      for (const field of Object.keys(secrets))
+        expect(handed[field], field).toBe((delivery.bundle as unknown as Record<string, unknown>)[field]);
       expect(readFileSync(written.files.nodeKey!, "utf8")).toBe(delivery.bundle.nodeKey);
       for (const path of Object.values(written.files)) expect(statSync(path).mode & 0o777).toBe(0o600);
       expect(readFileSync(written.files.bundle!, "utf8")).not.toContain("PRIVATE KEY");
@@ -233,9 +243,13 @@ describe("the joiner against the reference server", () => {
       expect(error).toMatchObject({ status: 503, code: "UPGRADE_IN_PROGRESS", retryAfter: 7 });
       // One second does: the KE1 is sent again once the upgrade is over.
       h.server.setUpgrade(true, 1);
-      setTimeout(() => h.server.setUpgrade(false), 300);
       const waits: string[] = [];
-      const check = await checkJoinCode({ url, release: "0.6.0", onRetry: (e) => waits.push(e.code) });
+      // The upgrade ends while the joiner waits (told by onRetry), however long its KE1 took.
+      const check = await checkJoinCode({
+        url,
+        release: "0.6.0",
+        onRetry: (e) => (waits.push(e.code), h.server.setUpgrade(false)),
+      });
       expect(check.clusterRelease).toBe("0.6.0");
       expect(waits[0]).toBe("UPGRADE_IN_PROGRESS");
     } finally {

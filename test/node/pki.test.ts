@@ -9,9 +9,11 @@ import {
   spkiFingerprint,
   verifyListenerCertificate,
 } from "../../src/node/pki.js";
-import { x509 } from "../../src/node/x509.js";
+import { loadX509 } from "../../src/node/x509.js";
 import { createClusterCa, issueListenerCertificate, issueNodeCertificate } from "../../src/server/ca.js";
 import { StratumError } from "../../src/errors/index.js";
+
+const x509 = await loadX509();
 
 const DAY = 86_400_000;
 

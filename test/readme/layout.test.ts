@@ -1,21 +1,23 @@
-// The README's "Entries and layout" against the package and the tree as they are: every entry of
-// package.json's exports is in the entries table, every folder of src/ and every module of the
-// reference server is in the layout table (a module by its name or by a `name*.ts` pattern).
+// The README's entries and CONTRIBUTING's layout against the package and the tree as they are:
+// every entry of package.json's exports is in the README's entries table, every folder of src/
+// and every module of the reference server is in CONTRIBUTING's layout table (a module by its
+// name or by a `name*.ts` pattern).
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
-const readme = readFileSync(join(root, "README.md"), "utf8");
 
-/** The section "Entries and layout", up to the next `## `. */
-function layoutSection(): string {
-  const start = readme.indexOf("\n## Entries and layout\n");
-  expect(start, "README has an 'Entries and layout' section").toBeGreaterThan(0);
-  const end = readme.indexOf("\n## ", start + 1);
-  return readme.slice(start, end < 0 ? undefined : end);
+/** The section `heading` (a `## ` line) of `file`, up to the next `## `. */
+function section(file: string, heading: string): string {
+  const text = readFileSync(join(root, file), "utf8");
+  const start = text.indexOf(`\n${heading}\n`);
+  expect(start, `${file} has a '${heading}' section`).toBeGreaterThan(0);
+  const end = text.indexOf("\n## ", start + 1);
+  return text.slice(start, end < 0 ? undefined : end);
 }
+const layoutSection = () => section("CONTRIBUTING.md", "## Layout");
 
 /** The first cells of the section's table rows, as written (code spans kept). */
 function firstCells(section: string): string[] {
@@ -25,7 +27,7 @@ function firstCells(section: string): string[] {
     .map((line) => line.split("|")[1]!.trim());
 }
 
-describe("the README's entries and layout", () => {
+describe("the README's entries and CONTRIBUTING's layout", () => {
   it("lists every entry of package.json's exports", () => {
     const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
       name: string;
@@ -35,7 +37,7 @@ describe("the README's entries and layout", () => {
       .filter((subpath) => subpath !== "./package.json")
       .map((subpath) => (subpath === "." ? pkg.name : `${pkg.name}/${subpath.slice(2)}`));
     expect(entries).toHaveLength(6);
-    const listed = firstCells(layoutSection()).filter((cell) => cell.startsWith("`@stratum/"));
+    const listed = firstCells(section("README.md", "## Entries")).filter((cell) => cell.startsWith("`@stratum/"));
     expect(listed.map((cell) => cell.replace(/`/g, "")).sort()).toEqual(entries.sort());
   });
 

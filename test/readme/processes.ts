@@ -34,7 +34,15 @@ export function startSnippet(
   file: string,
   options: { cwd: string; env?: Record<string, string>; args?: string[] },
 ): SnippetProcess {
-  const child = spawn(process.execPath, ["--import", TSX, file, ...(options.args ?? [])], {
+  return startSnippetFile(file, { ...options, nodeArgs: ["--import", TSX] });
+}
+
+/** Starts `node nodeArgs… file args…` (a JavaScript file: no tsx) in `cwd` with exactly `env` (plus PATH and HOME). */
+export function startSnippetFile(
+  file: string,
+  options: { cwd: string; env?: Record<string, string>; args?: string[]; nodeArgs?: string[] },
+): SnippetProcess {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), file, ...(options.args ?? [])], {
     cwd: options.cwd,
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: options.cwd, ...options.env },
     stdio: ["ignore", "pipe", "pipe"],

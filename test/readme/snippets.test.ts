@@ -5,92 +5,41 @@
 // snippet marks `// yours:` are the test's: it supplies those names (./supplied/, and the
 // constants below) and fails when a snippet names one it does not supply. A README edited into
 // a snippet that does not compile, or does not do what the README says, fails here.
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // @ts-expect-error: a plain JavaScript module of the scripts, without types
 import { packedProject } from "../../scripts/packed-project.mjs";
-import { createMachineIdentity, registerMachine } from "../../src/node/index.js";
+import { createMachineIdentity, registerMachine, unsealSecret } from "../../src/node/index.js";
 import { generateReleaseKeyPair } from "../../src/release/keys.js";
 import { signReleaseDirectory } from "../../src/release/manifest.js";
 import { demoInventory, startHarness, type Harness } from "../node/harness.js";
-import { codeBlocks, SCRIPT_LANGS, supplyConstants, yoursLines, type CodeBlock } from "./markdown.js";
+import { fakePodman, startUnsealingHarness, whereSecretsAre } from "../node/machine-secrets.js";
+import { startSwtpm, type Swtpm } from "../node/swtpm.js";
+import { supplyConstants, yoursLines } from "./markdown.js";
+import {
+  atReadmeLines,
+  exportsOf,
+  FRAGMENT_CONTEXT_FILE,
+  readmeSnippets,
+  RUN,
+  SUPPLIED_MODULES,
+  writeSnippets,
+  type Role,
+} from "./readme-snippets.js";
 import { runToEnd, startSnippet, tsc } from "./processes.js";
 
-const root = fileURLToPath(new URL("../../", import.meta.url));
-const supplied = fileURLToPath(new URL("./supplied/", import.meta.url));
-
-/** The snippets this test runs, by where they stand in the README. */
-type Role = "stage-1" | "stage-2" | "console" | "testing" | "script";
-const RUN: Record<Role, { file: string; where: string }> = {
-  "stage-1": { file: "stage-1.ts", where: "the first block of 'Installer stage 1'" },
-  "stage-2": { file: "stage-2.ts", where: "the second block of 'Installer stage 1'" },
-  console: { file: "console.ts", where: "the block of 'The console' (outside its subsection)" },
-  testing: { file: "console.test.ts", where: "the block of 'Testing a console without a server'" },
-  script: { file: "approve-confirmed.ts", where: "the TypeScript block of 'Scripts'" },
-};
-
-/** The modules a `// yours:` import may name, supplied by this test (./supplied/). */
-const SUPPLIED_MODULES: Record<string, string> = {
-  "./installer-ui.js": "installer-ui.ts",
-  "./console-ui.js": "console-ui.ts",
-};
+const readme = readFileSync(join(fileURLToPath(new URL("../../", import.meta.url)), "README.md"), "utf8");
+const snippets = () => readmeSnippets(readme);
 
 /** The `const NAME = …; // yours:` constants this test supplies, per snippet. */
 const SUPPLIED_CONSTANTS: Partial<Record<Role, readonly string[]>> = {
   "stage-1": ["MACHINE_DIR", "RELEASE_KEY_FILE", "INSTALLED_RELEASE"],
-  "stage-2": ["MACHINE_DIR"],
+  "stage-2": ["MACHINE_DIR", "ETC"],
   console: ["API_URL"],
 };
-
-/**
- * What the fragments (the type-checked snippets that continue another, e.g. the self-upgrade
- * example) use without defining: the installer's state at that point, and a progress bar of the
- * reader's. Given to the fragments only; a fragment naming anything else fails to compile.
- */
-const FRAGMENT_CONTEXT = `import type { JoinSession, MachineIdentity, Registration } from "@stratum/join/node";
-declare global {
-  const registration: Registration;
-  const session: JoinSession;
-  const identity: MachineIdentity;
-  const trustedPem: string;
-  const bar: { update(fraction: number): void };
-  const signal: AbortSignal;
-}
-export {};
-`;
-
-const readme = readFileSync(join(root, "README.md"), "utf8");
-
-/** The README's script blocks, each with the role this test runs it in (none: type-checked only). */
-function snippets(): Array<CodeBlock & { role?: Role; file: string }> {
-  const installer: CodeBlock[] = [];
-  return codeBlocks(readme)
-    .filter((block) => SCRIPT_LANGS.includes(block.lang))
-    .map((block) => {
-      let role: Role | undefined;
-      if (block.section.startsWith("Installer stage 1")) {
-        installer.push(block);
-        role = installer.length === 1 ? "stage-1" : installer.length === 2 ? "stage-2" : undefined;
-      } else if (block.subsection.startsWith("Testing a console without a server")) role = "testing";
-      else if (block.section.startsWith("The console:") && block.subsection === "") role = "console";
-      else if (block.section === "Scripts") role = "script";
-      const js = block.lang.startsWith("j");
-      return {
-        ...block,
-        ...(role ? { role } : {}),
-        file: role ? RUN[role].file : `fragment-L${block.line}.${js ? "js" : "ts"}`,
-      };
-    });
-}
-
-/** The names a supplied module exports. */
-function exportsOf(file: string): string[] {
-  const text = readFileSync(join(supplied, file), "utf8");
-  return [...text.matchAll(/^export (?:async )?(?:function|const|class) (\w+)/gm)].map((m) => m[1]!);
-}
 
 let project: string;
 let work: string;
@@ -99,9 +48,7 @@ beforeAll(async () => {
   work = join(project, `readme-${process.pid}`);
   rmSync(work, { recursive: true, force: true });
   mkdirSync(work);
-  for (const snippet of snippets()) writeFileSync(join(work, snippet.file), snippet.code);
-  for (const file of Object.values(SUPPLIED_MODULES)) cpSync(join(supplied, file), join(work, file));
-  writeFileSync(join(work, "fragment-context.d.ts"), FRAGMENT_CONTEXT);
+  writeSnippets(work, snippets());
 }, 600_000);
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
@@ -157,21 +104,12 @@ describe("the README's snippets", () => {
     const config = (name: string, files: string[]) =>
       writeFileSync(join(work, name), `${JSON.stringify({ compilerOptions: options, files }, null, 2)}\n`);
     config("tsconfig.json", [...all.filter((s) => s.role).map((s) => s.file), ...Object.values(SUPPLIED_MODULES)]);
-    config("tsconfig.fragments.json", [...all.filter((s) => !s.role).map((s) => s.file), "fragment-context.d.ts"]);
+    config("tsconfig.fragments.json", [...all.filter((s) => !s.role).map((s) => s.file), FRAGMENT_CONTEXT_FILE]);
     const results = await Promise.all([
       tsc(project, work, "tsconfig.json"),
       tsc(project, work, "tsconfig.fragments.json"),
     ]);
-    // Errors at the README's own lines: `README.md:123 error TS2304: Cannot find name …`.
-    const where = new Map(all.map((s) => [s.file, s.line]));
-    const errors = results
-      .flatMap((r) => r.output.split("\n"))
-      .filter(Boolean)
-      .map((line) => {
-        const m = /^(\S+?)\((\d+),\d+\): (.*)$/.exec(line);
-        const start = m && where.get(m[1]!);
-        return m && start ? `README.md:${start + Number(m[2]) - 1} ${m[3]}` : line;
-      });
+    const errors = atReadmeLines(results.map((r) => r.output).join("\n"), all);
     expect(errors).toEqual([]);
     expect(results.map((r) => r.code)).toEqual([0, 0]);
   }, 300_000);
@@ -179,6 +117,7 @@ describe("the README's snippets", () => {
 
 describe("the README's snippets against a reference server", () => {
   let h: Harness;
+  let tpm: Swtpm;
   let releases: string;
   let releaseKeyFile: string;
   beforeAll(async () => {
@@ -193,10 +132,13 @@ describe("the README's snippets against a reference server", () => {
     await signReleaseDirectory(dir, { release: "0.6.0", keys: [key.privateKeyPem] });
     releaseKeyFile = join(releases, "release-key.pem");
     writeFileSync(releaseKeyFile, key.publicKeyPem);
-    h = await startHarness({ releaseDir: releases, clusterRelease: "0.6.0", timing: { tickMs: 100 } });
+    [h, tpm] = await Promise.all([
+      startUnsealingHarness({ releaseDir: releases, clusterRelease: "0.6.0", timing: { tickMs: 100 } }),
+      startSwtpm(),
+    ]);
   });
   afterAll(async () => {
-    await h?.close();
+    await Promise.all([h?.close(), tpm?.stop()]);
     rmSync(releases, { recursive: true, force: true });
   });
 
@@ -236,12 +178,18 @@ describe("the README's snippets against a reference server", () => {
     });
 
     // Stage 2 waits; SIGTERM stops the wait cleanly (exit 130), and a new process picks it up.
-    const values = { MACHINE_DIR: JSON.stringify(machineDir) };
-    const stopped = startSnippet(runnable("stage-2", values), { cwd: work });
+    // Its system: /etc/stratum in the test's directory, this test's TPM, podman's stand-in.
+    const etc = join(work, "etc-stratum");
+    const bin = join(work, "bin");
+    mkdirSync(bin, { recursive: true });
+    fakePodman(join(bin, "podman"), join(work, "podman-secrets"));
+    const values = { MACHINE_DIR: JSON.stringify(machineDir), ETC: JSON.stringify(etc) };
+    const system = { TPM2TOOLS_TCTI: tpm.tcti, PATH: `${bin}:${process.env.PATH ?? "/usr/bin:/bin"}` };
+    const stopped = startSnippet(runnable("stage-2", values), { cwd: work, env: system });
     await stopped.waitFor(/^state pending$/);
     stopped.child.kill("SIGTERM");
     expect(await stopped.exited(), stopped.stderr()).toBe(130);
-    const stage2 = startSnippet(runnable("stage-2", values), { cwd: work });
+    const stage2 = startSnippet(runnable("stage-2", values), { cwd: work, env: system });
     await stage2.waitFor(/^state pending$/);
     await h.admin.approveNodeJoin(session.joinId);
     expect(await stage2.exited(), stage2.stderr()).toBe(0);
@@ -251,6 +199,20 @@ describe("the README's snippets against a reference server", () => {
     const joined = await h.admin.getNodeJoin(session.joinId);
     expect(joined.state).toBe("joined");
     expect(joined.logTail).toContain(`storage: installed with ${join(machineDir, "delivery", "node.yaml")}`);
+    // Each of the cluster's secrets in its home, the unseal key sealed to this TPM, and none in
+    // the machine directory.
+    const cluster = h.server.cluster.secrets;
+    expect(readFileSync(join(etc, "controlplane.env"), "utf8")).toBe(
+      `STRATUM_IAM_ADMIN_PASSWORD=${cluster.adminPassword}\nSTRATUM_OPENBAO_TOKEN=${cluster.openBaoToken}\n`,
+    );
+    expect(readFileSync(join(etc, "axdnsd.env"), "utf8")).toBe(`ENCRYPTION_KEY=${cluster.dnsEncryptionKey}\n`);
+    expect(readFileSync(join(work, "podman-secrets", "stratum-postgres"), "utf8")).toBe(cluster.postgresPassword);
+    const sealed = join(machineDir, "openbao-unseal.sealed");
+    expect((await unsealSecret(sealed, { tcti: tpm.tcti })).value).toBe(cluster.openBaoUnsealKey);
+    const found = whereSecretsAre({ ...cluster }, machineDir, etc);
+    expect(found.openBaoUnsealKey).toEqual([]);
+    expect(found.adminPassword).toEqual([join(etc, "bootstrap-credentials.txt"), join(etc, "controlplane.env")]);
+    expect(found.postgresPassword).toEqual([]);
   }, 400_000);
 
   it("the console: mints, shows the machine arriving, marks a refused field, approves, and ends its watch when the page goes", async () => {
@@ -270,7 +232,9 @@ describe("the README's snippets against a reference server", () => {
     expect(lines).toContain(`added console-node pending ${pairingCode}`);
     expect(lines).toContainEqual(expect.stringMatching(/^field disks\[0\]\.key: /));
     expect(lines).toContainEqual(expect.stringMatching(/^changed console-node (approved|delivering)$/));
-    expect(lines.at(-1)).toBe("page hidden");
+    // The page's lines end with its going away; the machine's own line comes from a task of
+    // its own, before or after, as the machine's speed has it.
+    expect(lines.filter((l) => !l.startsWith("machine registered")).at(-1)).toBe("page hidden");
     const joins = (await h.admin.listNodeJoins()).items.filter((j) => j.hostname === "console-node");
     expect(joins).toHaveLength(1);
     expect(joins[0]!.state).not.toBe("pending");

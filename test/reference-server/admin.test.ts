@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PERMISSIONS, type Permission } from "../../examples/reference-server/auth.js";
 import { CROCKFORD_ALPHABET } from "../../src/core/base32.js";
 import { parseJoinCode } from "../../src/core/join-code.js";
-import { admin, expectSpec, mint, startTestServer, type TestServer } from "./helpers.js";
+import { admin, expectSpec, insertJoinRow, mint, startTestServer, type TestServer } from "./helpers.js";
 
 let t: TestServer;
 beforeAll(async () => {
@@ -69,7 +69,7 @@ describe("tokens and permissions", () => {
 });
 
 describe("join codes", () => {
-  it("mints with the defaults: 4 hours, the listener's endpoint, the code shown once", async () => {
+  it("mints with the defaults: 4 hours, the default endpoint, the code shown once", async () => {
     const minted = await mint(t.server);
     const { joinCode } = minted;
     expect(Date.parse(joinCode.expiresAt) - Date.parse(joinCode.createdAt)).toBe(4 * 3600_000);
@@ -87,6 +87,21 @@ describe("join codes", () => {
     const listed = await admin(t.server, "GET", "/v1/admin/cluster/join-codes", { operationId: "listJoinCodes" });
     expect(listed.body.items[0].id).toBe(joinCode.id);
     expect(JSON.stringify(listed.body)).not.toContain(parseJoinCode(minted.code).code.slice(2));
+  });
+
+  it("points a mint without an endpoint at the API VIP when the listener answers on it, else at the listener", async () => {
+    // The listener on every address of this machine, and the cluster's API VIP one of them.
+    const held = await startTestServer({ joinAddr: "[::]:0", cluster: { vips: { api: "::1" } } });
+    try {
+      const minted = await mint(held.server);
+      expect(minted.joinCode.endpoint).toBe(`[::1]:${held.server.joinPort}`);
+      expect(minted.url).toBe(`stratum-join://[::1]:${held.server.joinPort}/${minted.code}`);
+    } finally {
+      await held.dispose();
+    }
+    // The default cluster's VIP (192.0.2.240) is on no NIC of this loopback listener: a joiner
+    // dialling it would reach nothing, so the mint names the listener's own address.
+    expect((await mint(t.server)).joinCode.endpoint).toBe(`127.0.0.1:${t.server.joinPort}`);
   });
 
   it("names a given endpoint, the port implied", async () => {
@@ -158,6 +173,25 @@ describe("join codes", () => {
   });
 });
 
+describe("joins", () => {
+  it("lists joins and join codes newest first, the list without log tails, one join with its log tail", async () => {
+    const older = insertJoinRow(t.server);
+    const newer = insertJoinRow(t.server);
+    t.server.store.tx(() => t.server.store.appendLog(newer, ["10:00 preparing disks"], 2000));
+    const list = await admin(t.server, "GET", "/v1/admin/cluster/joins", { operationId: "listNodeJoins" });
+    const ids = list.body.items.map((j: any) => j.id);
+    expect(ids.indexOf(newer)).toBeLessThan(ids.indexOf(older));
+    expect(list.body.items.every((j: any) => j.logTail === undefined)).toBe(true);
+    const one = await admin(t.server, "GET", `/v1/admin/cluster/joins/${newer}`, { operationId: "getNodeJoin" });
+    expect(one.body.logTail).toEqual(["10:00 preparing disks"]);
+    const a = await mint(t.server);
+    const b = await mint(t.server);
+    const codes = await admin(t.server, "GET", "/v1/admin/cluster/join-codes", { operationId: "listJoinCodes" });
+    const codeIds = codes.body.items.map((c: any) => c.id);
+    expect(codeIds.indexOf(b.joinCode.id)).toBeLessThan(codeIds.indexOf(a.joinCode.id));
+  });
+});
+
 describe("bodies the admin API refuses", () => {
   it("answers not JSON, too large and wrong shapes with 400 and field errors, never 500", async () => {
     const notJson = await admin(t.server, "POST", "/v1/admin/cluster/join-codes", {
@@ -199,6 +233,9 @@ describe("bodies the admin API refuses", () => {
     const unknown = await admin(t.server, "GET", "/v1/admin/nothing");
     expect(unknown.status).toBe(404);
     expect(unknown.headers.get("content-type")).toBe("application/problem+json");
+    // The join listener's calls are served there alone, never on the API.
+    for (const path of ["/v1/join/pake", "/v1/join/registrations", "/v1/join/code-checks"])
+      expect((await admin(t.server, "POST", path, { body: {} })).status, path).toBe(404);
     const method = await admin(t.server, "PATCH", "/v1/admin/cluster/joins");
     expect(method.status).toBe(405);
     expect(method.headers.get("allow")).toBe("GET");

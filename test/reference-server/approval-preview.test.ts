@@ -88,7 +88,7 @@ describe("approval preview", () => {
     settle(id);
   });
 
-  it("refuses with the same field errors as approve, and changes nothing", async () => {
+  it("answers the refusal approve would give, with 200 (no failed request in a browser's log), and changes nothing", async () => {
     const id = insertJoinRow(t.server);
     const body = {
       assignment: {
@@ -100,15 +100,20 @@ describe("approval preview", () => {
     };
     const before = snapshot(id);
     const refused = await preview(id, body);
-    expect(refused.status).toBe(409);
-    expect(refused.body.code).toBe("JOIN_APPROVAL_REFUSED");
-    expect(refused.body.errors.map((e: { field: string }) => e.field)).toEqual(
+    expect(refused.status).toBe(200);
+    expect(refused.body.assignment).toBeUndefined();
+    expect(refused.body.refusal).toMatchObject({
+      status: 409,
+      code: "JOIN_APPROVAL_REFUSED",
+      requestId: expect.any(String),
+    });
+    expect(refused.body.refusal.errors.map((e: { field: string }) => e.field)).toEqual(
       expect.arrayContaining(["role", "links[0].interface", "disks[0].key", "provider.vlan"]),
     );
     expect(snapshot(id)).toEqual(before);
     const approveRefused = await approve(id, body);
     expect(approveRefused.status).toBe(409);
-    expect(approveRefused.body.errors).toEqual(refused.body.errors);
+    expect(approveRefused.body.errors).toEqual(refused.body.refusal.errors);
     settle(id);
   });
 

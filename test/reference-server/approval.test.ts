@@ -40,7 +40,7 @@ describe("approval defaults", () => {
     expect(answer.body.assignment).toEqual({
       name: `host-${id}`,
       role: "hybrid",
-      mgmt: { interface: "enp87s0", address: "192.0.2.21" },
+      mgmt: { interface: "enp87s0", address: t.server.store.getJoin(id)!.sourceAddr },
       provider: { topology: "bridged", vlan: 100, upstreamInterface: "enp87s0" },
     });
     expect(answer.body.waitReason).toEqual(expect.any(String));
@@ -50,7 +50,8 @@ describe("approval defaults", () => {
   it("takes the first wired IPv4 NIC for a joiner on the server's own machine (loopback)", async () => {
     const id = insertJoin({ sourceAddr: "127.0.0.1" });
     const answer = await approve(id);
-    expect(answer.body.assignment.mgmt).toEqual({ interface: "enp87s0", address: "192.0.2.21" });
+    const own = (t.server.store.getJoin(id)!.inventory!.nics![0]!.addresses![0] as string).split("/")[0];
+    expect(answer.body.assignment.mgmt).toEqual({ interface: "enp87s0", address: own });
     settle(id);
   });
 
@@ -181,6 +182,42 @@ describe("approval refusals, at their fields", () => {
     ]);
     expect(ok.body.assignment.diskNames).toBeUndefined();
     settle(id);
+  });
+
+  it("takes an unprobed disk (no holders) as holding data: its wipe needs the typed confirmation", async () => {
+    // The joiner leaves `holders` out when it could not probe a disk; "Empty means blank",
+    // and only empty does: unknown must never be wiped unasked.
+    const inventory = sampleInventory("192.0.2.251") as any;
+    const unprobed = inventory.disks[1];
+    delete unprobed.holders;
+    unprobed.partitions = [];
+    unprobed.stack = [];
+    const id = insertJoin({ inventory, sourceAddr: "192.0.2.251" });
+    const key = "eui.002538b221b0a1c2";
+    const refused = await approve(id, { assignment: { disks: [{ key, role: "ceph-osd" }] } });
+    expect(refused.status).toBe(409);
+    expect(refused.body.errors).toEqual([
+      { field: "disks[0].confirm", message: expect.stringContaining("nvme1n1 was not probed") },
+    ]);
+    const preview = await admin(t.server, "POST", `/v1/admin/cluster/joins/${id}/approval-preview`, {
+      body: { assignment: { disks: [{ key, role: "compute" }] } },
+      operationId: "previewApproval",
+    });
+    // The preview answers a refused assignment with the refusal, at the same field.
+    expect(preview.status).toBe(200);
+    expect(preview.body.refusal.errors.map((e: { field: string }) => e.field)).toEqual(["disks[0].confirm"]);
+    // Left unused, it needs nothing; confirmed, it is taken (and node.yaml may wipe it).
+    expect((await approve(id, { assignment: { disks: [{ key, role: "unused" }] } })).status).toBe(200);
+    settle(id);
+    const twin = { ...sampleInventory("192.0.2.252"), disks: inventory.disks };
+    const again = insertJoin({ inventory: twin, sourceAddr: "192.0.2.252" });
+    const ok = await approve(again, { assignment: { disks: [{ key, role: "ceph-osd", confirm: key }] } });
+    expect(ok.status).toBe(200);
+    expect(ok.body.assignment.disks).toEqual([{ key, role: "ceph-osd", confirm: key }]);
+    // A probed, empty disk is blank: no confirmation.
+    const blank = insertJoin();
+    expect((await approve(blank, { assignment: { disks: [{ key, role: "ceph-osd" }] } })).status).toBe(200);
+    settle(again, blank);
   });
 
   it("wants interfaces that exist and links that make sense", async () => {
@@ -315,10 +352,10 @@ describe("copyFrom", () => {
   });
 
   it("says in copyNotes what it could not match", async () => {
-    const inventory = sampleInventory() as any;
+    const inventory = sampleInventory("192.0.2.250") as any;
     inventory.nics = inventory.nics.filter((n: any) => n.name !== "enp2s0f0");
     inventory.disks = inventory.disks.filter((d: any) => d.name !== "nvme1n1");
-    const id = insertJoin({ inventory });
+    const id = insertJoin({ inventory, sourceAddr: "192.0.2.250" });
     const answer = await approve(id, { copyFrom: founder().nodeId });
     expect(answer.status).toBe(200);
     expect(answer.body.assignment.copyNotes).toHaveLength(2);

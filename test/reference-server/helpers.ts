@@ -7,6 +7,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Client } from "undici";
 import { expect } from "vitest";
 import { generateJoinCode, parseJoinCode } from "../../src/core/join-code.js";
 import {
@@ -20,6 +21,7 @@ import {
 import { createMachineIdentity, type MachineIdentity } from "../../src/node/identity.js";
 import { finishLogin, startLogin } from "../../src/node/opaque.js";
 import { openPinnedConnection, type PinnedConnection, type PinnedResponse } from "../../src/node/pinned-connection.js";
+import { connectPinnedSocket } from "../../src/node/pinned-socket.js";
 import { caFingerprint, verifyListenerCertificate } from "../../src/node/pki.js";
 import type { ReferenceServerConfig } from "../../examples/reference-server/config.js";
 import { newJoinRow, type JoinRow } from "../../examples/reference-server/rows.js";
@@ -264,9 +266,34 @@ export class TestJoiner {
       host: "127.0.0.1",
       port: this.server.joinPort,
       identity: this.identity,
+      // Joiners of one test share its event loop, and each one's Argon2id blocks it: a
+      // handshake can wait on several of them on a loaded machine, far past the default 10 s.
+      connectTimeoutMs: 120_000,
       ...(this.caDer ? { ca: this.caDer } : {}),
     });
     return this.connection;
+  }
+
+  /**
+   * An undici client on a pinned socket of this joiner's own (the CA must be known): for
+   * tests that hold an answer unread, which the SDK's pinned calls never do.
+   */
+  async undiciClient(): Promise<Client> {
+    const socket = await connectPinnedSocket({
+      host: "127.0.0.1",
+      port: this.server.joinPort,
+      identity: this.identity,
+      ...(this.caDer ? { ca: this.caDer } : {}),
+    });
+    let handedOver = false;
+    return new Client(`https://127.0.0.1:${this.server.joinPort}`, {
+      connect: (_options, callback) =>
+        queueMicrotask(() => {
+          if (handedOver) return callback(new Error("one socket only"), null);
+          handedOver = true;
+          callback(null, socket);
+        }),
+    });
   }
 
   /** Closes the connection. */
@@ -282,8 +309,7 @@ export class TestJoiner {
     path: string,
     options: { json?: unknown; headers?: Record<string, string> } = {},
   ): Promise<PinnedResponse> {
-    // undici closes a connection after a HEAD (a HEAD answer could carry a body it cannot
-    // frame), so a later call may need a new one; it is pinned to the CA by then.
+    // A connection the listener closed needs a new one; it is pinned to the CA by then.
     const connection = this.connection?.alive ? this.connection : await this.connect();
     const response = await connection.request({
       method,
@@ -408,8 +434,11 @@ export class TestJoiner {
   }
 }
 
-/** An inventory like the spec's example: one blank NVMe data disk, a system disk, two NICs. */
-export function sampleInventory(): Record<string, unknown> {
+/**
+ * An inventory like the spec's example: one blank NVMe data disk, a system disk, two NICs, the
+ * first holding `address`.
+ */
+export function sampleInventory(address = "192.0.2.21"): Record<string, unknown> {
   return {
     uefi: true,
     disks: [
@@ -453,7 +482,7 @@ export function sampleInventory(): Record<string, unknown> {
         link: "up",
         speedMbps: 1000,
         mtu: 1500,
-        addresses: ["192.0.2.21/24"],
+        addresses: [`${address}/24`],
         wireless: false,
       },
       {
@@ -481,6 +510,9 @@ let seq = 0;
  */
 export function insertJoinRow(server: ReferenceServer, overrides: Partial<JoinRow> = {}): string {
   const now = Date.now();
+  // Each machine on its own address, as on a real network: an approved join holds its mgmt
+  // address, so two sharing one would collide (the tests of that make them share it).
+  const address = `192.0.2.${21 + (seq % 200)}`;
   const id = `nj-test${String(seq++).padStart(4, "0")}`;
   const codeId = "jc-testcode";
   if (!server.store.getCode(codeId)) {
@@ -508,11 +540,11 @@ export function insertJoinRow(server: ReferenceServer, overrides: Partial<JoinRo
         state: "pending",
         pairingCode: "4F7-K2Q",
         keyFingerprint: Array.from({ length: 32 }, () => "AB").join(":"),
-        sourceAddr: "192.0.2.21",
+        sourceAddr: address,
         hostname: `host-${id}`,
         systemSerial: null,
         release: "0.6.0",
-        inventory: sampleInventory() as Inventory,
+        inventory: sampleInventory(address) as Inventory,
         upgrade: null,
         createdAt: now,
         expiresAt: now + 3600_000,

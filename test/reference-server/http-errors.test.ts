@@ -8,7 +8,8 @@ import { connect as connectTcp } from "node:net";
 import { connect as connectTls } from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { specAjv } from "../spec/spec.js";
-import { TestJoiner, admin, insertJoinRow, mint, startTestServer, type TestServer } from "./helpers.js";
+import { spec } from "../spec/spec.js";
+import { TestJoiner, admin, expectSpec, insertJoinRow, mint, startTestServer, type TestServer } from "./helpers.js";
 
 // C0 and C1 controls and DEL: what a terminal or a log reader acts on.
 // eslint-disable-next-line no-control-regex
@@ -109,6 +110,60 @@ describe("the HTTP parser's refusals are problem documents", () => {
       });
     }
   }
+
+  // 408, 417 and 431 can answer any operation, before it runs: openapi.yaml lists them on
+  // each; a method a path does not serve is 405 with the spec's methods in Allow.
+  const concrete = (path: string): string =>
+    path
+      .replace("{joinId}", "nj-none0000")
+      .replace("{codeId}", "jc-none0000")
+      .replace("{path}", "payload/manifest.json");
+  const OPERATIONS = Object.entries(spec.paths as Record<string, Record<string, { operationId?: string }>>).flatMap(
+    ([path, item]) =>
+      Object.entries(item)
+        .filter(([, op]) => typeof op === "object" && op !== null && "operationId" in op)
+        .map(([method, op]) => ({ path, method: method.toUpperCase(), operationId: op.operationId! })),
+  );
+  for (const op of OPERATIONS) {
+    it(`${op.operationId}: an unmet Expect and an oversized header get answers the spec lists`, async () => {
+      const listener = op.path.startsWith("/v1/join/") ? "join" : "admin";
+      for (const extra of ["Expect: tea\r\n", `X-Pad: ${"a".repeat(20_000)}\r\n`]) {
+        const answer = await sendRaw(listener, `${op.method} ${concrete(op.path)} HTTP/1.1\r\n${HOST}${extra}\r\n`);
+        // A HEAD answer may carry no body; the status must still be one the spec lists.
+        expectSpec(
+          op.operationId,
+          answer.status,
+          answer.headers["content-type"],
+          answer.body
+            ? JSON.parse(answer.body)
+            : {
+                type: "about:blank",
+                title: "-",
+                status: answer.status,
+                requestId: "req-head",
+                code: "INVALID_INPUT",
+              },
+        );
+      }
+    });
+  }
+  it("answers a method a path does not serve 405, with the spec's methods in Allow", async () => {
+    for (const [path, item] of Object.entries(spec.paths as Record<string, Record<string, unknown>>)) {
+      const methods = Object.keys(item)
+        .filter((m) => ["get", "put", "post", "delete", "head"].includes(m))
+        .map((m) => m.toUpperCase());
+      const listener = path.startsWith("/v1/join/") ? "join" : "admin";
+      const answer = await sendRaw(listener, `PATCH ${concrete(path)} HTTP/1.1\r\n${HOST}Connection: close\r\n\r\n`);
+      if (listener === "join") {
+        // Without a client certificate the listener refuses before routing.
+        expect([path, answer.status]).toEqual([path, 401]);
+        continue;
+      }
+      expect([path, answer.status, JSON.parse(answer.body).code]).toEqual([path, 405, "METHOD_NOT_ALLOWED"]);
+      const allow = answer.headers.allow!.split(",").map((m) => m.trim());
+      for (const m of methods) expect(allow, path).toContain(m);
+    }
+  });
 
   it("leaves both listeners serving", async () => {
     expect((await admin(t.server, "GET", "/v1/admin/cluster/members")).status).toBe(200);

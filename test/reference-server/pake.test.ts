@@ -243,7 +243,10 @@ describe("TLS of the join listener", () => {
 
   it("refuses TLS 1.2", async () => {
     await mint(t.server);
-    await expect(connectRaw({ maxVersion: "TLSv1.2" })).rejects.toThrow();
+    // The listener's alert, not any failure: protocol_version (RFC 8446 section 6.2).
+    await expect(connectRaw({ maxVersion: "TLSv1.2" })).rejects.toMatchObject({
+      code: "ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION",
+    });
   });
 
   it("answers a client without a certificate 401 on every call", async () => {
@@ -283,6 +286,8 @@ describe("TLS of the join listener", () => {
     const leaf = socket.getPeerX509Certificate()!;
     socket.destroy();
     expect(leaf.subjectAltName).toContain("IP Address:127.0.0.1");
+    // And the API VIP (spec: mintJoinCode, "a cluster-CA certificate for its addresses and the API VIP").
+    expect(leaf.subjectAltName).toContain(`IP Address:${t.server.cluster.settings.vips.api}`);
     expect(leaf.subjectAltName).toContain("URI:urn:stratum:join-listener");
     expect(leaf.checkIssued(new (await import("node:crypto")).X509Certificate(t.server.caPem))).toBe(true);
   });

@@ -35,7 +35,8 @@ function findSecrets(dataDir: string, secrets: Record<string, string>): string[]
 
 describe("the founder's database files after a join", () => {
   it("hold no secret of the delivery and not the join code", async () => {
-    const s = await startTestServer();
+    // A raft cluster, so that the bundle carries every secret there is, the unseal key included.
+    const s = await startTestServer({ openBaoMode: "raft" });
     t = s;
     const minted = (await admin(s.server, "POST", "/v1/admin/cluster/join-codes", { body: {} })).body;
     const identity = await createMachineIdentity();

@@ -1,6 +1,6 @@
 // The reference server's settings: every limit and duration by environment variable and by
-// flag (the flag wins), bad values refused naming the setting, every setting in the README's
-// Configuration tables with its default, and — as the real command, `main.ts` in a process — a
+// flag (the flag wins), bad values refused naming the setting, every setting in the reference
+// server's README (its Configuration table) with its default, and — as the real command, `main.ts` in a process — a
 // limit set by a variable taking effect, and an address in use reported as one line with a
 // non-zero exit (no MaxListenersExceededWarning, no stack trace).
 import { spawn } from "node:child_process";
@@ -30,6 +30,7 @@ const SAMPLES: Record<string, [string, (config: any) => unknown, unknown]> = {
   STRATUM_JOIN_ADDR: ["[::1]:9444", (c) => c.joinAddr, "[::1]:9444"],
   STRATUM_JOIN_HOSTS: ["a.example, 192.0.2.9", (c) => c.joinHosts, ["a.example", "192.0.2.9"]],
   STRATUM_JOIN_ENDPOINT: ["[2001:db8::1]:9444", (c) => c.joinEndpoint, "[2001:db8::1]:9444"],
+  STRATUM_OPENBAO_MODE: ["raft", (c) => c.openBaoMode, "raft"],
   STRATUM_CLUSTER_RELEASE: ["0.7.0", (c) => c.clusterRelease, "0.7.0"],
   STRATUM_RELEASE_DIR: ["/srv/releases", (c) => c.releaseDir, "/srv/releases"],
   STRATUM_RELEASE_MIRROR: ["https://m.example/r", (c) => c.releaseMirror, "https://m.example/r"],
@@ -102,6 +103,7 @@ describe("every setting, by variable and by flag", () => {
       ["STRATUM_STORAGE_CIDR", "10.80.0.0/24,10.81.0.0/24"],
       ["STRATUM_OVERLAY_CIDR", "not-a-network"],
       ["STRATUM_MGMT_CIDR", "fd00::/200"],
+      ["STRATUM_OPENBAO_MODE", "ha"],
     ] as const) {
       const flag = `--${env.slice(8).toLowerCase().replace(/_/g, "-")}`;
       expect(() => readSettings({}, { [env]: value }), env).toThrow(`${env} (${flag})`);
@@ -114,17 +116,14 @@ describe("every setting, by variable and by flag", () => {
   });
 });
 
-describe("the README lists every setting with its default", () => {
+describe("the reference server's README lists every setting with its default", () => {
   const table = (file: string, heading: string): string => {
     const text = readFileSync(join(root, file), "utf8");
     const start = text.indexOf(heading);
     expect(start, `${file} has ${heading}`).toBeGreaterThan(0);
     return text.slice(start, text.indexOf("\n#", start + heading.length));
   };
-  for (const [file, heading] of [
-    ["README.md", "### Configuration"],
-    ["examples/reference-server/README.md", "## Configuration"],
-  ] as const) {
+  for (const [file, heading] of [["examples/reference-server/README.md", "## Configuration"]] as const) {
     it(file, () => {
       const rows = table(file, heading);
       for (const setting of SETTINGS) {

@@ -766,16 +766,17 @@ describe("http1Get: timeouts", () => {
   });
 
   it("bodyTimeout is a silence, not a total: a body trickling faster than it completes", async () => {
-    const body = Buffer.from("0123456789abcdef".repeat(2));
+    const body = Buffer.from("0123456789abcdef".repeat(6));
     handler = async (conn) => {
       await conn.request;
       await put(conn, head("200 OK", [`Content-Length: ${body.length}`]));
       await putSlowly(conn, body, 4, 40);
     };
-    const response = await get({ bodyTimeout: 150 });
+    // A silence ten times the pauses, so a loaded machine's late timer is not taken for one
+    const response = await get({ bodyTimeout: 400 });
     const sink = copyingSink(64);
-    // 8 pieces 40 ms apart: 320 ms in all, more than twice the bodyTimeout
-    await within(response.body.readInto(sink), 3000, "readInto");
+    // 24 pieces 40 ms apart: 960 ms in all, more than twice the bodyTimeout
+    await within(response.body.readInto(sink), 5000, "readInto");
     expect(sink.bytes().equals(body)).toBe(true);
   });
 
@@ -806,14 +807,15 @@ describe("http1Get: abort", () => {
 
   it("aborted while waiting for the head: rejects with the reason as is and closes the connection", async () => {
     let requested = false;
+    const controller = new AbortController();
+    const reason = { why: "a plain object reason" };
+    // Aborted once the server has the request, however long the machine took to send it.
     handler = async (conn) => {
       await conn.request;
       requested = true;
+      controller.abort(reason);
     };
-    const controller = new AbortController();
-    const reason = { why: "a plain object reason" };
-    setTimeout(() => controller.abort(reason), 80);
-    await expect(within(get({ signal: controller.signal }), 2000, "head")).rejects.toBe(reason);
+    await expect(within(get({ signal: controller.signal }), 5000, "head")).rejects.toBe(reason);
     expect(requested).toBe(true);
     await within(conns[0]!.closed, 2000, "server sees the close");
   });
@@ -823,8 +825,9 @@ describe("http1Get: abort", () => {
     const controller = new AbortController();
     const response = await get({ signal: controller.signal });
     const reason = new Error("user cancelled");
-    const sink = copyingSink(256, (call) => {
-      if (call === 1) setTimeout(() => controller.abort(reason), 20);
+    // Aborted while the body waits for more, once the 1,000 bytes sent are in (in any number of reads).
+    const sink = copyingSink(256, () => {
+      if (sink.bytes().length === 1000) setImmediate(() => controller.abort(reason));
       return undefined;
     });
     await expect(within(response.body.readInto(sink), 2000, "readInto")).rejects.toBe(reason);

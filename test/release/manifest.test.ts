@@ -4,7 +4,6 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   RELEASE_MANIFEST_PAYLOAD_TYPE,
-  ReleaseArgumentError,
   ReleaseVerificationError,
   generateReleaseKeyPair,
   releaseKeyId,
@@ -118,7 +117,9 @@ describe("signReleaseDirectory / verifyReleaseDirectory", () => {
     dirs.push(linked);
     await mkdir(join(linked, "sysext"), { recursive: true });
     await symlink("/etc/passwd", join(linked, "sysext/passwd"));
-    await expect(buildReleaseManifest(linked, { release: "1" })).rejects.toBeInstanceOf(ReleaseVerificationError);
+    const symlinked = await buildReleaseManifest(linked, { release: "1" }).catch((e: unknown) => e);
+    expect(symlinked).toBeInstanceOf(ReleaseVerificationError);
+    expect(symlinked).toMatchObject({ rule: "path", path: "sysext/passwd", message: expect.stringMatching(/symlink/) });
 
     const partial = await tempDir();
     dirs.push(partial);
@@ -130,12 +131,18 @@ describe("signReleaseDirectory / verifyReleaseDirectory", () => {
   it("refuses the same key twice (it would count once) and a manifest with bad paths", () => {
     const key = generateReleaseKeyPair();
     const manifest = { schema: 1 as const, release: "1", createdAt: new Date().toISOString(), files: [] };
-    expect(() => signReleaseManifest(manifest, [key.privateKeyPem, key.privateKeyPem])).toThrow(ReleaseArgumentError);
+    expect(() => signReleaseManifest(manifest, [key.privateKeyPem, key.privateKeyPem])).toThrow(
+      expect.objectContaining({
+        name: "ReleaseArgumentError",
+        code: "INVALID_ARGUMENT",
+        message: expect.stringMatching(/same release key/),
+      }),
+    );
     expect(() =>
       signReleaseManifest({ ...manifest, files: [{ path: "../x", size: 1, sha256: "0".repeat(64) }] }, [
         key.privateKeyPem,
       ]),
-    ).toThrow(ReleaseVerificationError);
+    ).toThrow(expect.objectContaining({ name: "ReleaseVerificationError", rule: "path", path: "../x" }));
     const envelope = signReleaseManifest(manifest, [key.privateKeyPem]);
     expect(
       verifyReleaseManifest(JSON.stringify(envelope), { trustedKeys: [key.publicKeyPem], expectRelease: "1" }).manifest

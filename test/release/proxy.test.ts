@@ -14,7 +14,7 @@ import { verifyReleaseDirectory } from "../../src/release/index.js";
 import { RELEASE_TEST_HOOKS } from "../../src/release/download/index.js";
 import { startMirroredRelease, type MirroredRelease } from "./helpers/mirrored-release.js";
 import { download, failure } from "./helpers/run.js";
-import { freePort, startTinyproxy, tinyproxyRunnable, type Tinyproxy } from "./helpers/tinyproxy.js";
+import { freePort, startTinyproxy, type Tinyproxy } from "./helpers/tinyproxy.js";
 
 const TARGET = "os/blobs/target";
 const SIZE = 900_000;
@@ -44,7 +44,6 @@ let open: Tinyproxy;
 let guarded: Tinyproxy;
 
 beforeAll(async () => {
-  if (!tinyproxyRunnable) return;
   env = await startMirroredRelease({ [TARGET]: SIZE, "sysext/other.raw": 20_000 });
   open = await startTinyproxy({ connectPorts: [env.mirror.port] });
   guarded = await startTinyproxy({
@@ -69,7 +68,7 @@ function printed(error: unknown): string {
   return `${String(error)}\n${inspect(error, { depth: 5 })}\n${JSON.stringify(error)}`;
 }
 
-describe.skipIf(!tinyproxyRunnable)("downloads through an HTTP proxy (tinyproxy)", () => {
+describe("downloads through an HTTP proxy (tinyproxy)", () => {
   it("HTTPS_PROXY: the release downloads and verifies through a CONNECT tunnel the proxy cannot read", async () => {
     const before = (await open.connects()).length;
     const dir = await env.dest();

@@ -40,12 +40,16 @@ export interface ApproveDialogDeps {
   apiUrl(): string;
 }
 
-const ROLES: [NodeRole, string][] = [
-  ["hybrid", "Hybrid"],
-  ["control-plane", "Control plane only (planned)"],
-  ["hypervisor", "Hypervisor only (planned)"],
-  ["storage", "Storage only (planned)"],
-];
+/**
+ * How each role reads. Which are offered is the founder's word (`capacity.roles` of the join
+ * list), not this table: a role the cluster does not take is never offered only to be refused.
+ */
+const ROLE_WORDS: Record<NodeRole, string> = {
+  hybrid: "Hybrid: control plane, compute and Ceph together",
+  "control-plane": "Control plane only",
+  hypervisor: "Hypervisor only",
+  storage: "Storage only",
+};
 
 const DISK_CHOICES: [DiskChoice, string][] = [
   ["untouched", "Leave untouched"],
@@ -75,6 +79,8 @@ export class ApproveDialog {
   /** The fields the operator has edited in this opening. */
   private touched = new Set<DraftField>();
   private resolve: ((approved: NodeJoin | undefined) => void) | undefined;
+  /** The roles the founder takes, as its last list answered them. */
+  private roles: readonly NodeRole[] = ["hybrid"];
 
   constructor(private readonly deps: ApproveDialogDeps) {
     this.preview = new ApprovalPreview({
@@ -113,8 +119,13 @@ export class ApproveDialog {
    * Opens the dialog for `join`; resolves with the approved join, or undefined when closed
    * without approving. `restore` says where the focus goes when it closes.
    */
-  open(join: NodeJoin, restore: () => HTMLElement | null): Promise<NodeJoin | undefined> {
+  open(
+    join: NodeJoin,
+    restore: () => HTMLElement | null,
+    roles: readonly NodeRole[] = ["hybrid"],
+  ): Promise<NodeJoin | undefined> {
     this.join = join;
+    this.roles = roles.length ? roles : ["hybrid"];
     this.draft = draftFromJoin(join);
     this.controller = new AbortController();
     this.general.clear();
@@ -167,9 +178,9 @@ export class ApproveDialog {
     const role = this.select(
       "role",
       "Role",
-      ROLES,
-      "hybrid",
-      "Hybrid: control plane, compute and Ceph together. Every machine joins as hybrid for now.",
+      this.roles.map((r): [string, string] => [r, ROLE_WORDS[r] ?? r]),
+      this.roles[0]!,
+      this.roles.length === 1 ? "The only role this cluster takes now." : undefined,
     );
     const nics = mgmtCandidates(join);
     const nicOptions: [string, string][] = [
@@ -218,7 +229,7 @@ export class ApproveDialog {
       }
       const choice = this.select(
         `disk:${disk.name}:choice`,
-        `${about}, ${disk.data ? `holds data: ${disk.data}` : "blank"}`,
+        `${about}, ${disk.data ?? "blank"}`,
         DISK_CHOICES,
         disk.choice,
       );

@@ -9,7 +9,7 @@
  * @module
  */
 
-import type { ApiSchemas, Approval, Assignment, DiskAssignment, NodeJoin } from "@stratum/join";
+import type { ApiSchemas, Approval, ApprovalAssignment, Assignment, DiskAssignment, NodeJoin } from "@stratum/join";
 import { diskData, isRealNic } from "./format.js";
 
 /** Every node role the API names; the founder refuses all but `hybrid` at `role` for now (spec: Assignment.role). */
@@ -27,7 +27,7 @@ export interface DiskDraft {
   choice: DiskChoice;
   /** The typed wipe confirmation (the key again), for a disk that holds data. */
   confirm: string;
-  /** What holds data on it, in words; undefined for a blank disk. */
+  /** Why a wipe needs its key typed, in words (what holds data, or that it was not probed); undefined for a disk probed blank. */
   data: string | undefined;
   /** The system disk: fixed by the installer, shown but never assignable. */
   system: boolean;
@@ -103,11 +103,11 @@ export function approvalFromDraft(draft: ApprovalDraft): Approval {
   }));
   const name = value("name");
   const role = value("role");
-  const assignment: Assignment = {
+  const assignment: ApprovalAssignment = {
     ...(name ? { name } : {}),
-    // The spec's Assignment.role lists only hybrid; another role is sent as chosen so that the
-    // founder's refusal at `role` tells the operator why, rather than the page guessing.
-    ...(role ? { role: role as Assignment["role"] } : {}),
+    // An approval may ask for any node role (spec: ApprovalAssignment); another than hybrid is
+    // sent as chosen so that the founder's refusal at `role` tells the operator why.
+    ...(role ? { role: role as NodeRole } : {}),
     ...(Object.keys(mgmt).length ? { mgmt } : {}),
     ...(disks.length ? { disks } : {}),
   };

@@ -7,7 +7,6 @@
  */
 
 import { isAbortError, type AdminClient, type JoinCodeInfo, type MintedJoinCode } from "@stratum/join";
-import QRCode from "qrcode";
 import { confirmAction } from "./confirm-dialog.js";
 import { breakableCommand, breakableUrl, byTestId, copyButton, groupedCode, h } from "./dom.js";
 import { FeedbackSpot } from "./feedback.js";
@@ -35,7 +34,9 @@ export interface CodesSession {
  */
 export function registerCommand(url: string, release: string): string {
   const quote = (text: string): string => `'${text.replace(/'/g, `'\\''`)}'`;
-  return `stratum-join register --url ${quote(url)} --identity ${IDENTITY_DIR} --release ${release ? quote(release) : "<release>"}`;
+  // Without the release the command is unfinished: a placeholder word, never `<release>` (a
+  // shell reads that as a redirect from a file), and the page does not offer it for copying.
+  return `stratum-join register --url ${quote(url)} --identity ${IDENTITY_DIR} --release ${release ? quote(release) : "RELEASE"}`;
 }
 
 /** The join code panel of the page. */
@@ -63,6 +64,12 @@ export class JoinCodes {
     codesTitle: byTestId<HTMLElement>("codes-title"),
     mintTitle: byTestId<HTMLElement>("mint-title"),
   };
+  private readonly copyCommand = copyButton("Copy command", "Command", () => this.command(), "copy-command");
+  private readonly commandHint = h(
+    "span",
+    { class: "hint", id: "command-hint", "data-testid": "command-hint", hidden: "" },
+    "Type the cluster release above to complete the command.",
+  );
   private readonly feedback = new FeedbackSpot("mint-feedback", () => this.ui.mintTitle);
   private readonly listFeedback = new FeedbackSpot("codes-feedback", () => this.ui.codesTitle);
 
@@ -78,9 +85,7 @@ export class JoinCodes {
       copyButton("Copy code", "Join code", () => this.minted?.code ?? "", "copy-code"),
     );
     byTestId("copy-url-slot").replaceWith(copyButton("Copy URL", "Join URL", () => this.minted?.url ?? "", "copy-url"));
-    byTestId("copy-command-slot").replaceWith(
-      copyButton("Copy command", "Command", () => this.command(), "copy-command"),
-    );
+    byTestId("copy-command-slot").replaceWith(this.copyCommand, this.commandHint);
     this.ui.form.addEventListener("submit", (event) => {
       event.preventDefault();
       void this.mint();
@@ -88,10 +93,10 @@ export class JoinCodes {
     for (const input of [this.ui.ttl, this.ui.endpoint]) clearMarkOnEdit(input);
   }
 
-  /** Starts working for a signed-in session. */
-  start(session: CodesSession): void {
+  /** Starts working for a signed-in session; resolves once the live codes are listed (or failed to be). */
+  start(session: CodesSession): Promise<void> {
     this.session = session;
-    void this.refresh();
+    return this.refresh();
   }
 
   /** Signs out: nothing of a code stays on the page (it is a secret, shown once). */
@@ -180,6 +185,8 @@ export class JoinCodes {
       this.ui.url.replaceChildren(breakableUrl(minted.url));
       this.renderCommand();
       this.ui.expires.textContent = fullExpiry(minted.joinCode.expiresAt, Date.now());
+      // Loaded when a code is first minted: a page that only approves never parses it.
+      const { default: QRCode } = await import("qrcode");
       await QRCode.toCanvas(this.ui.qr, minted.url, { width: 200, margin: 1, errorCorrectionLevel: "M" });
       this.ui.minted.hidden = false;
       this.feedback.success(
@@ -213,6 +220,12 @@ export class JoinCodes {
   private renderCommand(): void {
     if (!this.minted) return;
     this.ui.command.replaceChildren(breakableCommand(this.command()));
+    // An unfinished command is not offered for copying: pasted, it would fail on the machine.
+    const missing = this.ui.release.value.trim() === "";
+    this.copyCommand.disabled = missing;
+    this.commandHint.hidden = !missing;
+    if (missing) this.copyCommand.setAttribute("aria-describedby", "command-hint");
+    else this.copyCommand.removeAttribute("aria-describedby");
   }
 
   private clearMinted(): void {

@@ -5,7 +5,15 @@
  * @module
  */
 
-import { RUNNING_JOIN_STATES, type Inventory, type JoinState, type Nic, type NodeJoin } from "@stratum/join";
+import {
+  diskContents,
+  joinAllows,
+  type DiskContents,
+  type Inventory,
+  type JoinState,
+  type Nic,
+  type NodeJoin,
+} from "@stratum/join";
 import { formatAgo, formatCountdown, formatDuration, formatLocalTime } from "./time.js";
 
 /** Bytes in the units a disk label uses (decimal: a "2 TB" NVMe shows as 2.0 TB, not 1.8 TiB). */
@@ -65,6 +73,13 @@ export interface HardwareRow {
   value: string | string[];
 }
 
+/** A disk in a word or two, in the hardware summary. */
+const DISK_SUMMARY: Record<DiskContents["state"], string> = {
+  blank: "blank",
+  data: "holds data",
+  unknown: "not probed",
+};
+
 /**
  * The inventory as rows to show. What a machine did not report is left out (no "Memory ?"),
  * except a machine that reported nothing at all, which says so in one row.
@@ -95,7 +110,7 @@ export function summarizeHardware(inventory: Inventory | undefined): HardwareRow
           d.name,
           formatBytes(d.sizeBytes),
           d.model,
-          d.mountpoints?.length ? "system" : diskData(d) ? "holds data" : "blank",
+          d.mountpoints?.length ? "system" : DISK_SUMMARY[diskContents(d).state],
         ]
           .filter(Boolean)
           .join(", "),
@@ -107,13 +122,18 @@ export function summarizeHardware(inventory: Inventory | undefined): HardwareRow
   return rows;
 }
 
-/** What already holds data on a disk, in words, or undefined for a blank disk (the founder's test). */
+/**
+ * Why a wipe of the disk needs its typed key, in words ("holds data: filesystem (ext4) on
+ * sda1", "not probed: it may hold data"), or undefined for a disk the machine probed and found
+ * blank: the founder's reading (`diskContents`), so the page never calls a disk blank that the
+ * founder would not.
+ */
 export function diskData(disk: NonNullable<Inventory["disks"]>[number]): string | undefined {
-  const holders = disk.holders ?? [];
-  if (holders.length > 0) return holders.map((h) => (h.detail ? `${h.kind} (${h.detail})` : h.kind)).join(", ");
-  if ((disk.partitions ?? []).length > 0) return `${disk.partitions!.length} partition(s)`;
-  if ((disk.stack ?? []).length > 0) return "a device stacked on it";
-  return undefined;
+  const contents = diskContents(disk);
+  if (contents.state === "blank") return undefined;
+  return contents.state === "data"
+    ? `holds data: ${contents.what}`
+    : "not probed: the machine could not read what is on it, so it may hold data";
 }
 
 /**
@@ -152,39 +172,52 @@ export const STATE_WORDS: Record<JoinState, string> = {
   expired: "Expired",
 };
 
-/** Only a `pending` join, or a `failed` one (approval queues it again), can be approved (spec: approveNodeJoin). */
+/** Whether the card offers Approve: the founder's own rule (`joinAllows`, spec: approveNodeJoin). */
 export function canApprove(state: JoinState): boolean {
-  return state === "pending" || state === "failed";
+  return joinAllows(state, "approve");
 }
 
-/** Any join that has not started delivering can be rejected, `needs-upgrade` included (spec: rejectNodeJoin). */
+/** Whether the card offers Reject (spec: rejectNodeJoin): a join not running or over, `needs-upgrade` and `failed` included. */
 export function canReject(state: JoinState): boolean {
-  return state === "needs-upgrade" || state === "pending" || state === "approved";
+  return joinAllows(state, "reject");
 }
 
 /**
- * A running join (`delivering`, `installing`) can be failed by an operator, for a machine that
- * will not report again (spec: failNodeJoin).
+ * Whether the card offers Fail: a running join (`delivering`, `installing`), for a machine
+ * that will not report again (spec: failNodeJoin).
  */
 export function canFail(state: JoinState): boolean {
-  return RUNNING_JOIN_STATES.includes(state);
+  return joinAllows(state, "fail");
 }
 
-/** Only a failed join can be retried: queued again with the assignment it had (spec: retryNodeJoin). */
+/** Whether the card offers Expire: a waiting join, its slot freed and its key free to register again (spec: expireNodeJoin). */
+export function canExpire(state: JoinState): boolean {
+  return joinAllows(state, "expire");
+}
+
+/** Whether the card offers Retry: a failed join, queued again with the assignment it had (spec: retryNodeJoin). */
 export function canRetry(state: JoinState): boolean {
-  return state === "failed";
+  return joinAllows(state, "retry");
 }
 
-/** How far an install has come: the step running now, out of the steps the machine reported. */
+/** How far an install has come: the step running now, out of the plan's steps (or those reported so far). */
 export interface InstallProgress {
   /** 1-based position of the running (or last) step. */
   current: number;
-  /** Steps the machine has reported so far (the protocol carries no planned total). */
+  /** The plan's total when the machine sent it (`totalSteps`), else the steps reported so far. */
   total: number;
   /** "Step 3 of 5: Joining the OpenBao raft". */
   headline: string;
-  /** Since delivery (or the first step), for "12 min elapsed". */
+  /** Since delivery (or the first step), for "12 min elapsed"; up to the join's end once it ended. */
   elapsedMs: number | undefined;
+}
+
+/** States in which nothing runs any more: a clock about the install stops at the join's last change. */
+const OVER: readonly JoinState[] = ["joined", "failed", "rejected", "expired"];
+
+/** True once the join ended (for now): its timers stop. */
+export function isOver(state: JoinState): boolean {
+  return OVER.includes(state);
 }
 
 /** The install's progress from the steps the machine reported, or undefined before any. */
@@ -196,12 +229,71 @@ export function installProgress(join: NodeJoin, now: number): InstallProgress | 
   const index = failed >= 0 ? failed : running >= 0 ? running : steps.length - 1;
   const step = steps[index]!;
   const started = Date.parse(join.deliveredAt ?? steps[0]!.at ?? "");
+  // A join that ended counts its time up to its end, not up to now.
+  const until = isOver(join.state) ? Date.parse(join.updatedAt) : now;
+  const total = Math.max(join.totalSteps ?? 0, steps.length);
   return {
     current: index + 1,
-    total: steps.length,
-    headline: `Step ${index + 1} of ${steps.length}: ${step.title || step.name}`,
-    elapsedMs: Number.isNaN(started) ? undefined : Math.max(0, now - started),
+    total,
+    headline: `Step ${index + 1} of ${total}: ${step.title || step.name}`,
+    elapsedMs: Number.isNaN(started) || Number.isNaN(until) ? undefined : Math.max(0, until - started),
   };
+}
+
+/** What a join was assigned, for its card once approved: name, node id, management address, link addresses. */
+export function assignedSummary(join: NodeJoin): string | undefined {
+  const a = join.assignment;
+  if (!a || join.state === "pending" || join.state === "needs-upgrade") return undefined;
+  const mgmt = a.mgmt?.address ? `${a.mgmt.address}${a.mgmt.interface ? ` on ${a.mgmt.interface}` : ""}` : undefined;
+  const links = (a.links ?? []).filter((l) => l.addresses?.length).map((l) => `${l.name} ${l.addresses!.join(", ")}`);
+  return [`${a.name ?? join.hostname ?? join.id}${join.nodeId ? `, node ${join.nodeId}` : ""}`, mgmt, ...links]
+    .filter(Boolean)
+    .join("; ");
+}
+
+/** A pairing code as typed (any case, any dashes; O reads as 0, I and L as 1), for comparing. */
+function canonicalPairing(text: string): string {
+  return text
+    .toUpperCase()
+    .replace(/[^0-9A-Z]/g, "")
+    .replace(/O/g, "0")
+    .replace(/[IL]/g, "1");
+}
+
+/** Everything a search finds a machine by, lower case: names, ids, serial, MACs, addresses. */
+function searchable(join: NodeJoin): string[] {
+  const nics = join.inventory?.nics ?? [];
+  return [
+    join.id,
+    join.hostname,
+    join.systemSerial,
+    join.sourceAddr,
+    join.nodeId,
+    join.assignment?.name,
+    join.assignment?.mgmt?.address,
+    ...nics.flatMap((n) => [n.permanentMac, n.mac, ...(n.addresses ?? []).map((a) => a.split("/")[0])]),
+    ...(join.assignment?.links ?? []).flatMap((l) => (l.addresses ?? []).map((a) => a.split("/")[0])),
+  ]
+    .filter((v): v is string => Boolean(v))
+    .map((v) => v.toLowerCase());
+}
+
+/**
+ * True when every word of `query` finds the machine: its pairing code however typed
+ * ("sx7bpm", "SX7-BPM"), or a part of its host name, join or node id, serial, a MAC (with or
+ * without colons), an address. An empty query finds every machine.
+ */
+export function matchesSearch(join: NodeJoin, query: string): boolean {
+  const words = query.trim().toLowerCase().split(/\s+/).filter(Boolean);
+  if (!words.length) return true;
+  const fields = searchable(join);
+  const bare = fields.map((f) => f.replace(/[:-]/g, ""));
+  const pairing = canonicalPairing(join.pairingCode);
+  return words.every((word) => {
+    const code = canonicalPairing(word);
+    if (code.length >= 3 && pairing.includes(code) && /^[0-9a-z-]+$/i.test(word)) return true;
+    return fields.some((f) => f.includes(word)) || bare.some((f) => f.includes(word.replace(/[:-]/g, "")));
+  });
 }
 
 /**
@@ -232,11 +324,14 @@ export function explainState(join: NodeJoin, now: number): string {
     }
     case "pending": {
       const expires = formatCountdown(join.expiresAt, now);
-      return `Check that its screen shows this pairing code, then approve or reject it.${expires ? ` Unless approved, it expires ${expires} (${formatLocalTime(join.expiresAt)}).` : ""}`;
+      const until = expires ? ` Unless approved, it expires ${expires} (${formatLocalTime(join.expiresAt)}).` : "";
+      // The API's waitReason is what follows "waiting for": here, a free place in a full cluster.
+      if (join.waitReason)
+        return `It cannot be approved now: it is waiting for ${join.waitReason.replace(/\.$/, "")}.${until}`;
+      return `Check that its screen shows this pairing code, then approve or reject it.${until}`;
     }
     case "approved":
-      // The API's waitReason is a sentence of its own ("queued: delivery starts shortly").
-      return `Approved; ${(join.waitReason ?? "delivery starts shortly").replace(/\.$/, "")}.`;
+      return `Approved; waiting for ${(join.waitReason ?? "its turn: delivery starts shortly").replace(/\.$/, "")}.`;
     case "delivering": {
       const since = formatAgo(join.deliveredAt, now);
       return `Its configuration is ready; waiting for the machine to collect it and start installing${since ? ` (ready since ${since.replace(/ ago$/, "")})` : ""}.`;
@@ -257,4 +352,17 @@ export function explainState(join: NodeJoin, now: number): string {
     case "expired":
       return "Nobody approved it in time; the machine has to register again with a live join code.";
   }
+}
+
+/**
+ * The cluster's release as the machines show it: a machine that upgrades is told the
+ * cluster's release; any other registered on it. The admin API has no call that says it.
+ */
+export function clusterRelease(joins: readonly NodeJoin[]): string | undefined {
+  for (const join of joins) {
+    if (join.state === "needs-upgrade") {
+      if (join.upgrade?.to) return join.upgrade.to;
+    } else if (join.release) return join.release;
+  }
+  return undefined;
 }

@@ -7,13 +7,15 @@
  */
 
 import { clockWarning, type NodeJoin } from "@stratum/join";
-import { groupedCode, h } from "./dom.js";
+import { groupedCode, h, nowrapIds } from "./dom.js";
 import { FeedbackSpot } from "./feedback.js";
 import {
+  assignedSummary,
   canApprove,
   canReject,
   explainState,
   installProgress,
+  isOver,
   macsOf,
   machineName,
   shortFingerprint,
@@ -23,6 +25,7 @@ import {
 import { describeFailure } from "./messages.js";
 import { ReasonForm } from "./reason-form.js";
 import { RunActions, type RunActionCalls } from "./run-actions.js";
+import { InstallLog } from "./install-log.js";
 import { formatAgo, formatDuration, formatLocalTime } from "./time.js";
 
 /** Sets an element's text only when it differs: no needless change under a screen reader's cursor. */
@@ -41,6 +44,8 @@ export interface CardActions extends RunActionCalls {
   reject(join: NodeJoin, reason: string): Promise<NodeJoin>;
   /** The API's base URL, for a failure's wording. */
   apiUrl(): string;
+  /** The join's install log, the last lines the founder keeps (admin client `getNodeJoin`'s `logTail`). */
+  log(join: NodeJoin, signal: AbortSignal): Promise<string[]>;
 }
 
 /**
@@ -63,6 +68,8 @@ export class JoinCard {
   private readonly times = h("p", { class: "times", "data-testid": "join-times" });
   private readonly explain = h("p", { class: "explain", "data-testid": "join-explain" });
   private readonly clock = h("p", { class: "clock-warning", "data-testid": "join-clock", hidden: "" });
+  private readonly assigned = h("p", { class: "assigned", "data-testid": "join-assigned", hidden: "" });
+  private readonly installLog: InstallLog;
   private readonly steps = h("ol", { class: "steps", "data-testid": "join-steps" });
   private readonly hardware = h("dl", { class: "hardware", "data-testid": "join-hardware" });
   private readonly more = h("dl", { class: "hardware" });
@@ -83,7 +90,7 @@ export class JoinCard {
     this.feedback = new FeedbackSpot("card-feedback", () => this.title);
     const pairingLabel = `pairing-${id}`;
     this.pairing.setAttribute("aria-labelledby", pairingLabel);
-    // No message of its own for an empty reason: the browser's check of the required field says it.
+    // An empty reason is told in the page's own words at the field, as for Fail.
     this.reject = new ReasonForm(
       {
         name: "reject",
@@ -93,10 +100,12 @@ export class JoinCard {
         hint: "The machine is shown this reason as you write it.",
         confirm: "Reject",
         busy: "Rejecting…",
+        missing: { message: "Give a reason: the machine is shown it.", id: `reason-error-${id}` },
       },
       (reason) => void this.submitReject(reason),
     );
     this.run = new RunActions(this, actions);
+    this.installLog = new InstallLog(id, (signal) => this.actions.log(this.joinView, signal));
 
     this.element = h(
       "li",
@@ -106,10 +115,12 @@ export class JoinCard {
       h("div", { class: "pairing" }, h("span", { id: pairingLabel, class: "label" }, "Pairing code"), this.pairing),
       this.times,
       this.explain,
+      this.assigned,
       this.clock,
       this.steps,
       this.hardware,
       h("details", { class: "more" }, h("summary", {}, "More about this machine"), this.more),
+      this.installLog.element,
       this.feedback.element,
       h("div", { class: "actions" }, this.approveButton, this.reject.button, this.run.retryButton, this.run.failButton),
       this.reject.form,
@@ -134,8 +145,14 @@ export class JoinCard {
     this.title.textContent = join.hostname || "unnamed machine";
     this.element.dataset.state = join.state;
     this.element.dataset.createdAt = join.createdAt;
-    this.state.textContent = STATE_WORDS[join.state];
+    this.state.textContent = join.stalled ? `${STATE_WORDS[join.state]}, silent` : STATE_WORDS[join.state];
     this.state.className = `state state-${join.state}${join.stalled ? " stalled" : ""}`;
+    // What the founder assigned, once approved: the name, node id and addresses it will have.
+    const assigned = assignedSummary(join);
+    this.assigned.hidden = assigned === undefined;
+    this.assigned.replaceChildren(
+      ...(assigned ? [h("span", { class: "label" }, "Becomes "), nowrapIds(assigned)] : []),
+    );
     this.pairing.replaceChildren(groupedCode(join.pairingCode));
     const key = shortFingerprint(join.keyFingerprint);
     const macs = macsOf(join.inventory);
@@ -180,6 +197,7 @@ export class JoinCard {
     );
     if (!canReject(join.state)) this.reject.close();
     this.run.update(join);
+    this.installLog.update(join);
     this.tick(now);
     this.refreshButtons();
   }
@@ -222,9 +240,15 @@ export class JoinCard {
     return this.approveButton.hidden ? this.title : this.approveButton;
   }
 
-  /** Stops tracking the card's feedback (the card is gone). */
+  /** Opens the card's Fail form (from the stuck-join notice). */
+  openFail(): void {
+    this.run.openFail();
+  }
+
+  /** Stops tracking the card's feedback and its log (the card is gone). */
   dispose(): void {
     this.feedback.dispose();
+    this.installLog.dispose();
   }
 
   private renderSteps(join: NodeJoin, now: number): void {
@@ -234,13 +258,15 @@ export class JoinCard {
     this.steps.hidden = !show || !progress || join.state === "joined";
     if (this.steps.hidden) return;
     this.steps.setAttribute("aria-label", `Install steps, ${progress!.headline}`);
+    // Once the join ended, a step still "running" never finished: its clock stopped with the join.
+    const over = isOver(join.state);
     const rows = join.steps.map((step) => {
       const started = step.at ? Date.parse(step.at) : NaN;
       const running =
         step.status === "running" && !Number.isNaN(started) ? `, for ${formatDuration(now - started)}` : "";
       const word = {
         done: "done",
-        running: `running${running}`,
+        running: over ? "did not finish" : `running${running}`,
         failed: `failed${step.message ? `: ${step.message}` : ""}`,
       }[step.status];
       return { status: step.status, title: step.title || step.name, word: ` ${word}` };

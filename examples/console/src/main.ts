@@ -17,9 +17,12 @@ import {
   StratumApiError,
   watchJoins,
   type AdminClient,
+  type JoinCapacity,
   type JoinChange,
   type JoinLister,
+  type JoinListPoll,
   type NodeJoin,
+  type NodeRole,
 } from "@stratum/join";
 import { ApproveDialog } from "./approve-dialog.js";
 import { CODES_REFRESH_MS, JoinCodes } from "./codes.js";
@@ -27,10 +30,11 @@ import { announce, byTestId, h } from "./dom.js";
 import { StorageGate, withStorageGate } from "./disk-full.js";
 import { clearFeedback, FeedbackSpot } from "./feedback.js";
 import { clearMarkOnEdit, markField } from "./fields.js";
-import { machineName } from "./format.js";
+import { assignedSummary, clusterRelease, machineName } from "./format.js";
 import { JoinList } from "./join-list.js";
 import { describeFailure } from "./messages.js";
 import { StorageNotice } from "./storage-notice.js";
+import { forgetTabSession, loadTabSession, saveTabSession } from "./tab-session.js";
 import { formatDuration } from "./time.js";
 
 const ui = {
@@ -61,7 +65,7 @@ const POLL_MS = 1500;
 const RECONNECT = { baseMs: 1000, maxMs: 10_000 };
 /** How often ages and countdowns are re-rendered. */
 const TICK_MS = 1000;
-/** The API base URL last signed in to (never the token: it lives only in the client's closure). */
+/** The API base URL last signed in to (kept across visits: it is no secret). */
 const API_URL_KEY = "stratum-console.apiUrl";
 
 interface Session {
@@ -70,12 +74,16 @@ interface Session {
   /** Aborts the watch and every call in flight on sign-out. */
   controller: AbortController;
   online: boolean;
+  /** The sign-in's answer of the join list, which the watch starts from (taken once). */
+  first?: JoinListPoll | undefined;
   /** When the server was last found unreachable, and when the next try is. */
   lostSince?: number;
   retryAt?: number;
 }
 
 let session: Session | undefined;
+/** The roles the founder takes, from its last answer (`capacity.roles`); the dialog offers only these. */
+let roles: readonly NodeRole[] | undefined;
 const signInFeedback = new FeedbackSpot("sign-in-feedback", () => ui.signInTitle);
 ui.signInForm.append(signInFeedback.element);
 const codes = new JoinCodes();
@@ -101,14 +109,19 @@ const list = new JoinList(JoinList.elements(), {
   approve: (card) => {
     if (!session) return;
     void dialog
-      .open(card.join, () => card.focusAfterApprove())
+      .open(card.join, () => card.focusAfterApprove(), roles)
       .then((approved) => {
         if (!approved) return;
+        // What the founder assigned, as it answered: the name, node id and addresses it will have.
+        const assigned = assignedSummary(approved);
         card.feedback.success(
-          `Approved ${machineName(approved)}${approved.nodeId ? `; it becomes node ${approved.nodeId}` : ""}. The card follows its install.`,
+          `Approved ${machineName(approved)}${assigned ? `; it becomes ${assigned}` : approved.nodeId ? `; it becomes node ${approved.nodeId}` : ""}. The card follows its install.`,
         );
       });
   },
+  expire: (join) => act((client, o) => client.expireNodeJoin(join.id, o)),
+  log: async (join, signal) =>
+    (await session!.client.getNodeJoin(join.id, { signal, timeoutMs: 10_000 })).logTail ?? [],
   reject: (join, reason) => act((client, o) => client.rejectNodeJoin(join.id, { reason }, o)),
   fail: (join, reason) => act((client, o) => client.failNodeJoin(join.id, { reason }, o)),
   retry: (join) => act((client, o) => client.retryNodeJoin(join.id, o)),
@@ -137,6 +150,21 @@ window.setInterval(() => {
 
 ui.apiUrl.value = localStorage.getItem(API_URL_KEY) ?? ui.apiUrl.value;
 for (const input of [ui.apiUrl, ui.token]) clearMarkOnEdit(input);
+resumeSession();
+
+/** Signs in again with this tab's session after a reload, if it has one (tab-session.ts). */
+function resumeSession(): void {
+  const saved = loadTabSession();
+  if (!saved) {
+    document.documentElement.classList.remove("resuming");
+    return;
+  }
+  ui.apiUrl.value = saved.apiUrl;
+  // A session that fails (the token no longer taken, no answer) shows the form, with why.
+  void signIn(saved.apiUrl, saved.token).finally(() => {
+    if (!session) document.documentElement.classList.remove("resuming");
+  });
+}
 
 ui.signInForm.addEventListener("submit", (event) => {
   event.preventDefault();
@@ -164,14 +192,18 @@ async function signIn(apiUrl: string, token: string): Promise<void> {
   ui.signIn.disabled = true;
   const controller = new AbortController();
   let client: AdminClient;
+  let first: JoinListPoll;
   try {
     client = withStorageGate(createAdminClient({ baseUrl: apiUrl, token, timeoutMs: 15_000 }), gate);
-    // One call first, so a wrong token or URL is told at the form rather than by a dead list.
-    await client.listNodeJoins({ signal: controller.signal });
+    // One call first, so a wrong token or URL is told at the form rather than by a dead list;
+    // its answer is the watch's first, not asked for again.
+    first = await client.pollNodeJoins({ signal: controller.signal });
   } catch (error) {
     const report = describeFailure(error, { apiUrl });
     // A refused token is the token field's fault, no answer the address's: said at the field.
     const field = report.kind === "auth" ? ui.token : report.kind === "network" ? ui.apiUrl : undefined;
+    // A tab's saved session the API no longer takes is over.
+    if (report.kind === "auth") forgetTabSession();
     if (field) markField(field, report.summary);
     else signInFeedback.failure(describeFailure(error, { action: "sign in", apiUrl }));
     (field ?? ui.signInTitle).focus();
@@ -179,20 +211,29 @@ async function signIn(apiUrl: string, token: string): Promise<void> {
   } finally {
     ui.signIn.disabled = false;
   }
-  session = { client, apiUrl, controller, online: true };
+  session = { client, apiUrl, controller, online: true, first };
   localStorage.setItem(API_URL_KEY, apiUrl);
+  saveTabSession({ apiUrl, token });
   ui.token.value = "";
   ui.signInForm.hidden = true;
   ui.console.hidden = false;
   ui.session.hidden = false;
   ui.signedInAs.textContent = `Signed in to ${apiUrl}`;
-  codes.start({ client, signal: controller.signal, apiUrl });
+  const codesListed = codes.start({ client, signal: controller.signal, apiUrl });
   setOnline(session, true);
   ui.mintTitle.focus();
   void watch(session);
+  if (document.documentElement.classList.contains("resuming")) {
+    // A reloaded tab appears once its codes and machines are in, at most 3 s from now.
+    const shown = Promise.all([codesListed, list.firstShown()]);
+    await Promise.race([shown, new Promise((resolve) => window.setTimeout(resolve, 3000))]);
+    document.documentElement.classList.remove("resuming");
+    ui.mintTitle.focus();
+  }
 }
 
 function signOut(): void {
+  forgetTabSession();
   if (!session) return;
   session.controller.abort();
   session = undefined;
@@ -283,19 +324,25 @@ async function watch(current: Session): Promise<void> {
   // watchJoins yields changes only; wrapping the list calls lets the page also see a poll that
   // changed nothing succeed, so the outage notice clears as soon as the API answers again. The
   // long poll is passed on, so a machine that registers shows up at once, not at the next poll.
-  const answered = (items?: readonly NodeJoin[]): void => {
+  const answered = (answer?: { items: readonly NodeJoin[]; capacity?: JoinCapacity | undefined }): void => {
     if (!current.online) setOnline(current, true);
-    if (items) codes.suggestRelease(clusterRelease(items));
+    if (!answer) return;
+    codes.suggestRelease(clusterRelease(answer.items));
+    roles = answer.capacity?.roles;
+    // After the watch has applied the answer's changes: the capacity speaks of the same list.
+    window.setTimeout(() => list.setCapacity(answer.capacity), 0);
   };
   const lister: JoinLister = {
     listNodeJoins: async (options) => {
       const answer = await client.listNodeJoins(options);
-      answered(answer.items);
+      answered(answer);
       return answer;
     },
     pollNodeJoins: async (options) => {
-      const answer = await client.pollNodeJoins(options);
-      answered(answer.changed ? answer.items : undefined);
+      const seed = current.first;
+      current.first = undefined;
+      const answer = seed && options.etag === undefined ? seed : await client.pollNodeJoins(options);
+      answered(answer.changed ? answer : undefined);
       return answer;
     },
   };
@@ -338,19 +385,6 @@ function apply(change: JoinChange): void {
   list.apply(change, Date.now());
   // A new registration changes its code's count of machines.
   if (change.type === "added" && session) void codes.refresh();
-}
-
-/**
- * The cluster's release as the machines show it: a machine that upgrades is told the
- * cluster's release; any other registered on it. The admin API has no call that says it.
- */
-function clusterRelease(joins: readonly NodeJoin[]): string | undefined {
-  for (const join of joins) {
-    if (join.state === "needs-upgrade") {
-      if (join.upgrade?.to) return join.upgrade.to;
-    } else if (join.release) return join.release;
-  }
-  return undefined;
 }
 
 // Live codes change by themselves (expiry, other consoles, registrations): list them again now and then.

@@ -116,6 +116,12 @@ export class ReasonForm {
     this.toggle(false);
   }
 
+  /** Opens the form and puts the focus in the reason (from elsewhere on the page, e.g. a notice's button). */
+  open(): void {
+    this.toggle(true);
+    this.reason.focus();
+  }
+
   /** Back to the reason after a failed call: to send it again or cancel. */
   focusReason(): void {
     this.reason.focus();

@@ -73,6 +73,11 @@ export class RunActions {
     this.refresh();
   }
 
+  /** Opens the Fail form with the focus in its reason (the stuck-join notice's "Fail…"). */
+  openFail(): void {
+    if (canFail(this.card.join.state)) this.fail.open();
+  }
+
   /** Pauses the actions (the server does not answer, its disk is full) or resumes them. */
   setBlocked(blocked: boolean): void {
     this.blocked = blocked;

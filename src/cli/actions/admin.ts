@@ -13,11 +13,20 @@ import { createAdminClient, type AdminClient } from "../../admin/index.js";
 import { clockWarning } from "../../core/clock.js";
 import { parsePairingCode, formatPairingCode } from "../../core/pairing.js";
 import { JoinProtocolError } from "../../errors/index.js";
-import type { Approval, Assignment, JoinCodeInfo, NodeJoin } from "../../types.js";
-import { CliError, numberFlag, stringFlag, type ParsedArgs, type CommandAction, type CommandSpec } from "../args.js";
+import type { Approval, Assignment, DiskAssignment, JoinCodeInfo } from "../../types.js";
+import {
+  CliError,
+  listFlag,
+  numberFlag,
+  stringFlag,
+  type ParsedArgs,
+  type CommandAction,
+  type CommandSpec,
+} from "../args.js";
 import { readJsonFile, readTextFile } from "../files.js";
-import { fingerprintLines, table } from "../output.js";
-import { printable, printableView, type Style } from "../style.js";
+import { formatMoment, table } from "../output.js";
+import { printable, printableView } from "../style.js";
+import { joinLines, joinListLines } from "./admin-joins.js";
 import { isJoinState, JOIN_STATES } from "../../core/join-states.js";
 import {
   adminMint,
@@ -28,6 +37,7 @@ import {
   adminReject,
   adminRetry,
   adminFail,
+  adminExpire,
 } from "../commands/admin.js";
 
 /** How long one admin call may take. */
@@ -44,34 +54,6 @@ async function clientOf(args: ParsedArgs, command: CommandSpec): Promise<AdminCl
       command: command.path.join(" "),
     });
   return createAdminClient({ baseUrl, token, timeoutMs: CALL_TIMEOUT_MS });
-}
-
-/** The lines of one join, for a person: every string of it is a registrant's or the founder's, made printable. */
-function joinLines(unsafeJoin: NodeJoin, style: Style): string[] {
-  const join = printableView(unsafeJoin);
-  const lines = [
-    `${style.bold(join.id)}  ${style.state(join.state)}${join.stalled ? style.yellow(" (stalled)") : ""}`,
-    `  pairing code   ${join.pairingCode}`,
-  ];
-  const add = (label: string, value: unknown) => {
-    if (value !== undefined && value !== null && value !== "") lines.push(`  ${label.padEnd(14)} ${String(value)}`);
-  };
-  add("hostname", join.hostname);
-  const clock = clockWarning(join.inventory?.clock);
-  if (clock) lines.push(`  ${"clock".padEnd(14)} ${style.yellow(clock)}`);
-  add("serial", join.systemSerial);
-  add("release", join.release);
-  add("from", join.sourceAddr);
-  if (join.keyFingerprint) lines.push(...fingerprintLines("  key", join.keyFingerprint, 17));
-  add("node id", join.nodeId);
-  add("waiting for", join.waitReason);
-  if (join.upgrade) add("upgrade", `${join.upgrade.from} → ${join.upgrade.to}`);
-  add("reason", join.reason);
-  if (join.failedStep)
-    add("failed at", `${join.failedStepTitle ?? join.failedStep}${join.failedError ? `: ${join.failedError}` : ""}`);
-  if (join.assignment?.copiedFrom) add("copied from", join.assignment.copiedFrom);
-  for (const note of join.assignment?.copyNotes ?? []) add("copy note", note);
-  return lines;
 }
 
 /** Runs `admin mint`. */
@@ -94,7 +76,7 @@ export const runAdminMint: CommandAction = async (ctx, args) => {
       notice: "code and url are secret and shown only now; they are not stored anywhere",
     },
     ((shown) => [
-      `minted join code ${shown.joinCode.id} (selector ${shown.joinCode.selector}), expires ${shown.joinCode.expiresAt}`,
+      `minted join code ${shown.joinCode.id} (selector ${shown.joinCode.selector}), expires ${formatMoment(minted.joinCode.expiresAt)}`,
       `  endpoint  ${shown.endpoint}`,
       "",
       `  ${ctx.out.style.yellow(ctx.out.style.bold("SECRET, shown only now:"))}`,
@@ -122,7 +104,7 @@ export const runAdminCodes: CommandAction = async (ctx, args) => {
               c.endpoint,
               String(c.attempts ?? 0),
               String(c.registrations ?? 0),
-              c.expiresAt,
+              formatMoment(c.expiresAt),
             ]),
           ),
           ...attemptLines(list.items),
@@ -169,30 +151,7 @@ export const runAdminJoins: CommandAction = async (ctx, args) => {
   const items = state === undefined ? list.items : list.items.filter((j) => j.state === state);
   ctx.out.result(
     { ...list, items },
-    items.length === 0
-      ? "no joins"
-      : table(
-          ["ID", "STATE", "PAIRING", "HOSTNAME", "RELEASE", "FROM", "NOTE"],
-          items.map((j) => [
-            j.id,
-            `${j.state}${j.stalled ? "*" : ""}`,
-            j.pairingCode,
-            j.hostname ?? "",
-            j.release ?? "",
-            j.sourceAddr ?? "",
-            j.waitReason ?? j.reason ?? (j.failedStep ? `failed at ${j.failedStep}` : ""),
-          ]),
-          // The state in its colour, and the pairing code an operator compares in bold.
-          {
-            style: ctx.out.style,
-            paint: (cell, column, raw) =>
-              column === 1
-                ? cell.replace(raw, ctx.out.style.state(raw.replace(/\*$/, "")) + (raw.endsWith("*") ? "*" : ""))
-                : column === 2
-                  ? ctx.out.style.bold(cell)
-                  : cell,
-          },
-        ),
+    joinListLines(items, list.capacity, { style: ctx.out.style, width: ctx.out.resultWidth }),
   );
   // A machine whose clock is off joins all the same (docs/protocol.md#founder-time); the
   // operator is told, on stderr so a --json document stays whole.
@@ -201,6 +160,54 @@ export const runAdminJoins: CommandAction = async (ctx, args) => {
     if (clock) ctx.out.warn(`${j.id}${j.hostname ? ` (${j.hostname})` : ""}: ${clock}`);
   }
 };
+
+/** The disk roles `--disk KEY=ROLE` takes (spec: DiskAssignment.role). */
+const DISK_ROLES: readonly DiskAssignment["role"][] = ["compute", "ceph-osd", "unused"];
+
+/**
+ * The assignment with the field flags over it: `--name`, `--role`, `--rack`, `--az`, the
+ * management link (`--mgmt-interface`, `--address`, `--gateway`), and each `--disk KEY=ROLE`
+ * (replacing the file's entry for that key), `--wipe KEY` as its typed confirmation.
+ */
+function withFlags(base: Assignment, args: ParsedArgs): Assignment {
+  const usage = (message: string) => new CliError("USAGE", message, { command: "admin approve" });
+  const a: Assignment = { ...base };
+  const flag = (name: string) => stringFlag(args, name, adminApprove);
+  const name = flag("name");
+  if (name !== undefined) a.name = name;
+  const role = flag("role");
+  // Sent as typed: the founder's refusal at `role` names the roles it takes (capacity.roles).
+  if (role !== undefined) a.role = role as Assignment["role"];
+  const rack = flag("rack");
+  if (rack !== undefined) a.rack = rack;
+  const az = flag("az");
+  if (az !== undefined) a.az = az;
+  const mgmt = { ...(a.mgmt ?? {}) };
+  const [iface, address, gateway] = [flag("mgmt-interface"), flag("address"), flag("gateway")];
+  if (iface !== undefined) mgmt.interface = iface;
+  if (address !== undefined) mgmt.address = address;
+  if (gateway !== undefined) mgmt.gateway = gateway;
+  if (Object.keys(mgmt).length) a.mgmt = mgmt;
+  const disks = [...(a.disks ?? [])];
+  for (const spec of listFlag(args, "disk")) {
+    const at = spec.lastIndexOf("=");
+    const key = spec.slice(0, at);
+    const diskRole = spec.slice(at + 1) as DiskAssignment["role"];
+    if (at <= 0 || !DISK_ROLES.includes(diskRole))
+      throw usage(`--disk takes KEY=ROLE, ROLE one of ${DISK_ROLES.join(", ")} (KEY: the disk's WWN or by-id path)`);
+    const i = disks.findIndex((d) => d.key === key);
+    const entry: DiskAssignment = { ...(i >= 0 ? disks[i] : {}), key, role: diskRole };
+    if (i >= 0) disks[i] = entry;
+    else disks.push(entry);
+  }
+  for (const key of listFlag(args, "wipe")) {
+    const disk = disks.find((d) => d.key === key);
+    if (!disk) throw usage(`--wipe ${key} names no disk given a role: add --disk ${key}=ROLE`);
+    disk.confirm = key;
+  }
+  if (disks.length) a.disks = disks;
+  return a;
+}
 
 /** Runs `admin approve`. */
 export const runAdminApprove: CommandAction = async (ctx, args) => {
@@ -234,7 +241,11 @@ export const runAdminApprove: CommandAction = async (ctx, args) => {
     }
   }
   const copyFrom = stringFlag(args, "copy-from", adminApprove);
-  const approval: Approval = { ...(assignment ? { assignment } : {}), ...(copyFrom ? { copyFrom } : {}) };
+  const edited = withFlags(assignment ?? {}, args);
+  const approval: Approval = {
+    ...(Object.keys(edited).length ? { assignment: edited } : {}),
+    ...(copyFrom ? { copyFrom } : {}),
+  };
   const join = await client.approveNodeJoin(joinId, approval, { signal: ctx.signal });
   ctx.out.result(join, [ctx.out.style.green("approved"), ...joinLines(join, ctx.out.style)]);
 };
@@ -253,6 +264,13 @@ export const runAdminFail: CommandAction = async (ctx, args) => {
   const reason = stringFlag(args, "reason", adminFail, true);
   const join = await client.failNodeJoin(args.positionals[0]!, { reason }, { signal: ctx.signal });
   ctx.out.result(join, [ctx.out.style.green("failed"), ...joinLines(join, ctx.out.style)]);
+};
+
+/** Runs `admin expire`. */
+export const runAdminExpire: CommandAction = async (ctx, args) => {
+  const client = await clientOf(args, adminExpire);
+  const join = await client.expireNodeJoin(args.positionals[0]!, { signal: ctx.signal });
+  ctx.out.result(join, [ctx.out.style.green("expired"), ...joinLines(join, ctx.out.style)]);
 };
 
 /** Runs `admin retry`. */

@@ -11,7 +11,7 @@ import { clockIsOff } from "../../core/clock.js";
 import { checkJoinCode } from "../../node/joiner.js";
 import { stringFlag, type CommandAction } from "../args.js";
 import { joinTargetOf, retryNotice } from "../joiner.js";
-import { clockLine, fingerprintLines } from "../output.js";
+import { clockLine, fingerprintLines, formatMoment } from "../output.js";
 import { check } from "../commands/check.js";
 import { printableView } from "../style.js";
 
@@ -31,7 +31,8 @@ export const runCheck: CommandAction = async (ctx, args) => {
     `${ctx.out.style.green("ok:")} the join listener at ${shown.endpoint} proved the code`,
     ...fingerprintLines("  cluster CA", shown.caFingerprint, 19),
     `  cluster release  ${shown.clusterRelease}`,
-    `  code expires     ${shown.expiresAt}`,
+    // Counted on the founder's clock: this machine's may be off.
+    `  code expires     ${formatMoment(result.expiresAt, Date.now() + result.clockOffsetMs)}`,
   ];
   if (shown.upgrade) {
     lines.push(

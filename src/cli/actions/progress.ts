@@ -15,7 +15,7 @@ import type { MachineIdentity } from "../../node/identity.js";
 import type { JoinSession } from "../../node/join-session.js";
 import { reportProgress } from "../../node/registration.js";
 import type { ProgressReport, Registration } from "../../types.js";
-import { CliError, stringFlag, type CommandContext, type CommandAction } from "../args.js";
+import { CliError, numberFlag, stringFlag, type CommandContext, type CommandAction } from "../args.js";
 import { openIdentityDir, readSession, readTextFile } from "../files.js";
 import { describeState } from "../joiner.js";
 import { progress } from "../commands/progress.js";
@@ -183,6 +183,9 @@ export const runProgress: CommandAction = async (ctx, args) => {
   const title = stringFlag(args, "title", command) ?? TITLES[name] ?? name;
   const message = stringFlag(args, "message", command);
   const log = stringFlag(args, "log", command);
+  const totalSteps = numberFlag(args, "total-steps", command);
+  if (totalSteps !== undefined && totalSteps > 200)
+    throw new CliError("USAGE", "--total-steps takes a whole number from 1 to 200", { command: "progress" });
   if (log === "-" && !ctx.stdin) throw new CliError("USAGE", "--log - needs a standard input", { command: "progress" });
 
   const session = await readSession(dir);
@@ -197,20 +200,22 @@ export const runProgress: CommandAction = async (ctx, args) => {
   // A running step goes out first, so the console shows it while the log streams; a done or
   // failed one last, since the founder takes no log once the join is over.
   const stepFirst = status === "running";
+  // The plan's total goes with the step, so the console says "step 1 of 7" from the start.
+  const planned = totalSteps !== undefined ? { totalSteps } : {};
   let registration: Registration | undefined;
   let lines = 0;
   let reports = 0;
   const source = log === undefined ? undefined : log === "-" ? batches(ctx.stdin!, ctx.signal) : fileBatches(log);
   for await (const batch of source ?? []) {
     registration = await send(ctx, session, identity, {
-      ...(stepFirst && reports === 0 ? { steps: [step()] } : {}),
+      ...(stepFirst && reports === 0 ? { steps: [step()], ...planned } : {}),
       log: batch,
     });
     reports++;
     lines += batch.length;
   }
   if (!stepFirst || reports === 0) {
-    registration = await send(ctx, session, identity, { steps: [step()] });
+    registration = await send(ctx, session, identity, { steps: [step()], ...planned });
     reports++;
   }
   const { delivery: _delivery, ...view } = registration!;

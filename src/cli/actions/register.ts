@@ -13,7 +13,7 @@ import { hostname as osHostname } from "node:os";
 import { join } from "node:path";
 import { clockIsOff } from "../../core/clock.js";
 import { StratumError } from "../../errors/index.js";
-import { writeDelivery, type WrittenDelivery } from "../../node/delivery.js";
+import type { WrittenDelivery } from "../../node/delivery.js";
 import { JOIN_STATES, isJoinState } from "../../core/join-states.js";
 import { collectInventory } from "../../node/inventory/index.js";
 import { registerMachine, type RegisterResult } from "../../node/joiner.js";
@@ -29,6 +29,7 @@ import {
   type CommandAction,
 } from "../args.js";
 import { IDENTITY_FILES, openIdentityDir, readJsonFile, readTextFile, saveSession } from "../files.js";
+import { readSecretsFlag, writeDeliveryOf } from "../delivery.js";
 import { downloadUpgrade, retryNotice, SAFE_RELEASE, joinTargetOf, trustedKeysOf } from "../joiner.js";
 import { clockLine, fingerprintLines, pairingBanner } from "../output.js";
 import { stateReporter, waitForState } from "../watch.js";
@@ -82,7 +83,7 @@ function announce(ctx: CommandContext, result: RegisterResult): void {
   if (clockIsOff(result.clockOffsetMs / 1000)) ctx.out.warn(clockLine(result.clockOffsetMs));
 }
 
-/** The `--json` document of `register` (README: JSON results). */
+/** The `--json` document of `register` (its shape: `register.result`, in docs/cli.md). */
 function registerDocument(o: {
   result: RegisterResult;
   registration: Registration;
@@ -119,7 +120,7 @@ function registerDocument(o: {
           },
         }
       : {}),
-    ...(delivery ? { delivery: { dir: delivery.dir, files: delivery.files } } : {}),
+    ...(delivery ? { delivery: { dir: delivery.dir, files: delivery.files, secrets: delivery.secrets } } : {}),
     registration: withoutDelivery(registration),
   };
 }
@@ -168,6 +169,7 @@ export const runRegister: CommandAction = async (ctx, args) => {
   const mirrorCa = mirrorCaFile === undefined ? undefined : await readTextFile(mirrorCaFile, "mirror CA");
   const proxy = stringFlag(args, "proxy", command);
   const inventory = await inventoryOf(ctx, inventoryChoice);
+  const secrets = await readSecretsFlag(args, command, dir);
 
   const opened = await openIdentityDir(dir, { create: true, warn: (text) => ctx.out.warn(text) });
   const { identity } = opened;
@@ -224,6 +226,7 @@ export const runRegister: CommandAction = async (ctx, args) => {
       identity,
       dir,
       until: wait,
+      secrets,
       ...(timeoutSeconds !== undefined ? { timeoutMs: timeoutSeconds * 1000 } : {}),
       // The state printed above is not printed again when the wait sees it first.
       report,
@@ -232,10 +235,7 @@ export const runRegister: CommandAction = async (ctx, args) => {
     delivery = outcome.delivery;
   } else if (registration.delivery) {
     // Registering again while delivering answers the delivery: keep it, as a wait would.
-    delivery = await writeDelivery(join(dir, IDENTITY_FILES.delivery), registration.delivery);
-    ctx.out.say(
-      `delivery for ${printable(registration.delivery.nodeId)} written to ${join(dir, IDENTITY_FILES.delivery)} (0600)`,
-    );
+    delivery = await writeDeliveryOf(ctx, dir, registration.delivery, secrets);
   }
 
   const document = registerDocument({
@@ -253,7 +253,8 @@ export const runRegister: CommandAction = async (ctx, args) => {
   ctx.out.result(
     document,
     wait !== undefined ? done : `${done}; run 'stratum-join status --identity ${dir}' to look again`,
-    // The delivery's file paths, keyed by role (nodeKey, …): paths, not secrets.
+    // The delivery's file paths and each secret's destination, keyed by role and field (nodeKey,
+    // adminPassword, …): paths and names, not secrets.
     { local: ["delivery"] },
   );
 };

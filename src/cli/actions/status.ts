@@ -8,10 +8,10 @@
  * @module
  */
 
-import { join } from "node:path";
-import { writeDelivery, type WrittenDelivery } from "../../node/delivery.js";
-import { stringFlag, type CommandAction } from "../args.js";
-import { IDENTITY_FILES, openIdentityDir, readSession } from "../files.js";
+import type { WrittenDelivery } from "../../node/delivery.js";
+import { CliError, stringFlag, type CommandAction } from "../args.js";
+import { readSecretsFlag, writeDeliveryOf } from "../delivery.js";
+import { openIdentityDir, readSession } from "../files.js";
 import { getRegistration } from "../../node/registration.js";
 import { describeState } from "../joiner.js";
 import { fingerprintLines } from "../output.js";
@@ -21,13 +21,15 @@ import { printable } from "../style.js";
 /** Runs `status`. */
 export const runStatus: CommandAction = async (ctx, args) => {
   const dir = stringFlag(args, "identity", status, true);
+  const writing = args.values["write-delivery"] === true;
+  if (!writing && stringFlag(args, "secrets", status) !== undefined)
+    throw new CliError("USAGE", "--secrets goes with --write-delivery", { command: "status" });
+  const secrets = await readSecretsFlag(args, status, dir);
   const session = await readSession(dir);
   const { identity } = await openIdentityDir(dir, { create: false, warn: (text) => ctx.out.warn(text) });
   const registration = await getRegistration(session, identity, { signal: ctx.signal });
   let written: WrittenDelivery | undefined;
-  if (registration.delivery && args.values["write-delivery"] === true) {
-    written = await writeDelivery(join(dir, IDENTITY_FILES.delivery), registration.delivery);
-  }
+  if (registration.delivery && writing) written = await writeDeliveryOf(ctx, dir, registration.delivery, secrets);
   const { delivery, ...view } = registration;
   const lines = [
     `${session.joinId} at ${session.endpoint}: ${describeState(registration, ctx.out.style)}`,
@@ -50,11 +52,17 @@ export const runStatus: CommandAction = async (ctx, args) => {
       pairingCode: registration.pairingCode,
       registration: view,
       ...(delivery
-        ? { delivery: { nodeId: delivery.nodeId, ...(written ? { dir: written.dir, files: written.files } : {}) } }
+        ? {
+            delivery: {
+              nodeId: delivery.nodeId,
+              ...(written ? { dir: written.dir, files: written.files, secrets: written.secrets } : {}),
+            },
+          }
         : {}),
     },
     lines,
-    // The delivery's file paths, keyed by role (nodeKey, …): paths, not secrets.
+    // The delivery's file paths and each secret's destination, keyed by role and field: paths
+    // and names, not secrets.
     { local: ["delivery"] },
   );
 };

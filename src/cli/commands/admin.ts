@@ -25,7 +25,11 @@ const API_FLAGS: Readonly<Record<string, FlagSpec>> = {
     env: "STRATUM_TOKEN",
     description: "the admin API token (secret: prefer the env var or --token-file)",
   },
-  "token-file": { type: "string", value: "FILE", description: "read the admin API token from FILE" },
+  "token-file": {
+    type: "string",
+    value: "FILE",
+    description: "read the admin API token from FILE (wins over STRATUM_TOKEN)",
+  },
 };
 
 /** `admin mint`. */
@@ -50,6 +54,7 @@ export const adminMint: CommandSpec = {
     },
     { comment: "in a script: only the URL", command: "stratum-join admin mint --json | jq -r .url" },
   ],
+  result: '{joinCode, endpoint, code, url, secret: ["code","url"], notice}',
   load: async () => (await import("../actions/admin.js")).runAdminMint,
 };
 
@@ -64,6 +69,7 @@ export const adminCodes: CommandSpec = {
       command: "stratum-join admin codes --token-file ~/.stratum-token",
     },
   ],
+  result: "the API's list of join codes, {items: [...]}",
   load: async () => (await import("../actions/admin.js")).runAdminCodes,
 };
 
@@ -74,6 +80,7 @@ export const adminRevoke: CommandSpec = {
   positionals: [{ name: "CODE_ID", description: "the join code's id (jc-…), as admin codes lists it" }],
   flags: { ...API_FLAGS },
   examples: [{ comment: "a code that leaked", command: "stratum-join admin revoke jc-4f7k2q9m" }],
+  result: "the join code, as the API answers it",
   load: async () => (await import("../actions/admin.js")).runAdminRevoke,
 };
 
@@ -81,6 +88,14 @@ export const adminRevoke: CommandSpec = {
 export const adminJoins: CommandSpec = {
   path: ["admin", "joins"],
   summary: "List the machines that registered (with their pairing codes), or show one.",
+  details: [
+    "The list has a row per machine (id, state, pairing code, host name, serial, MAC, address)",
+    "and, under it, what the join waits for, why it ended and what it was assigned (name, node",
+    "id, addresses), then how many more machines the cluster can take: its control-plane nodes",
+    "against the most it takes, and its waiting slots with the registrations they turned away.",
+    "On a terminal those lines wrap between words; in a pipe each stays whole. A * after the",
+    "state marks a join whose machine went silent.",
+  ].join("\n"),
   positionals: [{ name: "JOIN_ID", description: "show this join (nj-…) in full", optional: true }],
   flags: {
     ...API_FLAGS,
@@ -90,19 +105,26 @@ export const adminJoins: CommandSpec = {
     { comment: "the machines waiting for an approval", command: "stratum-join admin joins --state pending" },
     { comment: "one join in full", command: "stratum-join admin joins nj-8w2k4m1p" },
   ],
+  result: "the API's list of joins, {items: [...], capacity}; with JOIN_ID, the join",
   load: async () => (await import("../actions/admin.js")).runAdminJoins,
 };
 
 /** `admin approve`. */
 export const adminApprove: CommandSpec = {
   path: ["admin", "approve"],
-  summary: "Approve a join, with an assignment (JSON file) or one copied from a member; all defaults without either.",
+  summary:
+    "Approve a join, with the fields to change (--name, --address, --disk, …), an assignment file or a member's; all defaults without any.",
   details: [
     "Approve only the machine whose console shows the same pairing code. With --pairing-code,",
     "the approval is refused (exit 10, PAIRING_MISMATCH) unless the join's pairing code is that",
     "one, so a script can carry what the person at the machine read out. The refusal never",
     "shows the join's code (it would be the one to copy): read it again on the machine's screen.",
-    "Refused assignments exit 13 with each problem at its field (error.errors).",
+    "The flags --name, --role, --rack, --az, --mgmt-interface, --address, --gateway,",
+    "--disk and --wipe set those fields over --assignment FILE and --copy-from; what they",
+    "leave out is the founder's default (a twin's default name and address skip those others",
+    "hold: vm-2). Refused assignments exit 13 with each problem at its field (error.errors) and",
+    "the flag that fixes it (mgmt.address: 192.0.2.22 is already held by member node-2 (n-…)",
+    "(fix with --address)).",
   ].join("\n"),
   positionals: [{ name: "JOIN_ID", description: "the join (nj-…)" }],
   flags: {
@@ -122,18 +144,93 @@ export const adminApprove: CommandSpec = {
       value: "CODE",
       description: "approve only if the join's pairing code is CODE (XXX-XXX)",
     },
+    name: { type: "string", value: "NAME", description: "the node's name (default: the hostname, numbered if taken)" },
+    role: { type: "string", value: "ROLE", description: "the node's role (default hybrid, the one role taken today)" },
+    rack: { type: "string", value: "RACK", description: "the topology.rack label" },
+    az: { type: "string", value: "AZ", description: "the availability zone" },
+    "mgmt-interface": {
+      type: "string",
+      value: "NIC",
+      description: "the management NIC (default: the one it registered from)",
+    },
+    address: {
+      type: "string",
+      value: "IP[/PREFIX]",
+      description: "the management address (default: the NIC's own); a new one as a CIDR, with --gateway",
+    },
+    gateway: { type: "string", value: "IP", description: "the gateway of a new management address" },
+    disk: {
+      type: "string",
+      multiple: true,
+      value: "KEY=ROLE",
+      description: "what a data disk becomes: compute, ceph-osd or unused (KEY: its WWN or by-id path)",
+    },
+    wipe: {
+      type: "string",
+      multiple: true,
+      value: "KEY",
+      description: "confirm wiping the disk KEY, which holds data (the typed confirmation)",
+    },
   },
+  fieldHint: approvalFlagOf,
   examples: [
     {
       comment: "approve the machine whose screen shows 4F7-K2Q, with the defaults",
       command: "stratum-join admin approve nj-8w2k4m1p --pairing-code 4F7-K2Q",
     },
     {
+      comment: "a twin: its own name and address, its data disk a Ceph OSD",
+      command:
+        "stratum-join admin approve nj-8w2k4m1p --name rack2-vm --address 192.0.2.31 --disk eui.0025388b91d1f0e2=ceph-osd",
+    },
+    {
       comment: "with an assignment, or one copied from a member",
       command: "stratum-join admin approve nj-8w2k4m1p --assignment node-2.json",
     },
   ],
+  result: "the join, as the API answers it",
   load: async () => (await import("../actions/admin.js")).runAdminApprove,
+};
+
+/**
+ * The flag of `admin approve` that sets a refused field: `name` → `--name`, `mgmt.address` →
+ * `--address`, `disks[1].confirm` → `--wipe KEY`; the rest is the assignment file's.
+ */
+function approvalFlagOf(field: string): string | undefined {
+  const path = field.replace(/^assignment\./, "");
+  const direct: Record<string, string> = {
+    name: "--name",
+    role: "--role",
+    rack: "--rack",
+    az: "--az",
+    "mgmt.interface": "--mgmt-interface",
+    "mgmt.address": "--address",
+    "mgmt.gateway": "--gateway",
+    copyFrom: "--copy-from",
+  };
+  if (direct[path]) return `fix with ${direct[path]}`;
+  if (/^disks\[\d+\]\.confirm$/.test(path)) return "fix with --wipe KEY";
+  if (/^disks\[\d+\]/.test(path)) return "fix with --disk KEY=ROLE";
+  return path ? "fix in --assignment FILE" : undefined;
+}
+
+/** `admin expire`. */
+export const adminExpire: CommandSpec = {
+  path: ["admin", "expire"],
+  summary:
+    "Expire a waiting join (pending or needs-upgrade) now: its waiting slot is freed, and the machine may register again later.",
+  details:
+    "For machines the cluster cannot take now (it is full): unlike a rejection, the key is not refused for good. A join in any other state is refused (exit 13, JOIN_STATE_CONFLICT).",
+  positionals: [{ name: "JOIN_ID", description: "the join (nj-…)" }],
+  flags: { ...API_FLAGS },
+  examples: [
+    {
+      comment: "the cluster is full; this machine can come back when a place is free",
+      command: "stratum-join admin expire nj-8w2k4m1p",
+    },
+  ],
+  result: "the join, as the API answers it",
+  load: async () => (await import("../actions/admin.js")).runAdminExpire,
 };
 
 /** `admin reject`. */
@@ -151,6 +248,7 @@ export const adminReject: CommandSpec = {
       command: "stratum-join admin reject nj-8w2k4m1p --reason 'unknown serial'",
     },
   ],
+  result: "the join, as the API answers it",
   load: async () => (await import("../actions/admin.js")).runAdminReject,
 };
 
@@ -166,6 +264,7 @@ export const adminRetry: CommandSpec = {
       command: "stratum-join admin retry nj-8w2k4m1p",
     },
   ],
+  result: "the join, as the API answers it",
   load: async () => (await import("../actions/admin.js")).runAdminRetry,
 };
 
@@ -187,5 +286,6 @@ export const adminFail: CommandSpec = {
       command: "stratum-join admin fail nj-8w2k4m1p --reason 'powered off; reinstalling'",
     },
   ],
+  result: "the join, as the API answers it",
   load: async () => (await import("../actions/admin.js")).runAdminFail,
 };

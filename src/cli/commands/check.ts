@@ -38,5 +38,6 @@ export const check: CommandSpec = {
       command: "stratum-join check --release 0.5.0 --self-upgrade",
     },
   ],
+  result: "{endpoint, caFingerprint, clusterRelease, expiresAt, clockOffsetSeconds, upgrade?}",
   load: async () => (await import("../actions/check.js")).runCheck,
 };

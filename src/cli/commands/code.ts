@@ -32,5 +32,6 @@ export const codeCheck: CommandSpec = {
       command: "stratum-join code check stratum-join://192.0.2.240/4F7K-2Q9M-ABD",
     },
   ],
+  result: "{valid, selector, endpoint?}",
   load: async () => (await import("../actions/code.js")).runCodeCheck,
 };

@@ -35,6 +35,11 @@ export const progress: CommandSpec = {
     title: { type: "string", value: "TEXT", description: "what the console calls the step (default: from its name)" },
     message: { type: "string", value: "TEXT", description: "a message for the step, e.g. why it failed" },
     log: { type: "string", value: "FILE", description: "install log lines to send: a file, or - for stdin" },
+    "total-steps": {
+      type: "string",
+      value: "N",
+      description: "how many steps the install plans in all, so the console says step 1 of N from the first",
+    },
   },
   examples: [
     {
@@ -52,5 +57,6 @@ export const progress: CommandSpec = {
         "stratum-join progress --identity /var/lib/stratum-join --step storage --status failed --message 'no disk for data'",
     },
   ],
+  result: "{joinId, state, step: {name, title, status, message?}, logLines, reports, registration}",
   load: async () => (await import("../actions/progress.js")).runProgress,
 };

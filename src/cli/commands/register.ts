@@ -10,7 +10,7 @@
  */
 
 import { JOIN_STATES } from "../../core/join-states.js";
-import { TARGET_FLAGS, type CommandSpec } from "../args.js";
+import { SECRETS_FLAG, TARGET_FLAGS, type CommandSpec } from "../args.js";
 
 /** `register`. */
 export const register: CommandSpec = {
@@ -31,9 +31,12 @@ export const register: CommandSpec = {
     "clock's offset from the founder's is always reported).",
     "",
     "With --wait STATE the command waits until the registration reaches STATE, printing each",
-    "state as it changes; a delivery that arrives on the way is written to DIR/delivery (all",
-    "files 0600). A final state other than STATE (rejected, expired) exits 7. Ctrl-C stops the",
-    "wait (exit 130); running register again picks the same registration up.",
+    "state as it changes; a delivery that arrives on the way is written: its public files and",
+    "the node key to DIR/delivery (0600), each secret where --secrets FILE says (JSON, field →",
+    "destination), the OpenBao unseal key sealed to this machine's TPM. A delivery with a",
+    "secret --secrets names no destination for is refused before anything is written (exit",
+    "13). A final state other than STATE (rejected, expired) exits 7. Ctrl-C stops the wait",
+    "(exit 130); running register again picks the same registration up.",
     "",
     `States: ${JOIN_STATES.join(", ")}.`,
   ].join("\n"),
@@ -91,12 +94,19 @@ export const register: CommandSpec = {
       value: "STATE",
       description: "wait until the registration reaches STATE (e.g. delivering, joined)",
     },
-    timeout: { type: "string", value: "SECONDS", description: "give up waiting after this long (exit 9, TIMEOUT)" },
+    timeout: {
+      type: "string",
+      value: "SECONDS",
+      description:
+        "give up waiting after this long: exit 18 (STILL_WAITING) while the cluster answers, 9 (TIMEOUT) while it does not",
+    },
+    secrets: SECRETS_FLAG,
   },
   examples: [
     {
       comment: "register with the code in the environment, and wait for the delivery",
-      command: "stratum-join register --identity /var/lib/stratum-join --release 0.6.0 --wait delivering",
+      command:
+        "stratum-join register --identity /var/lib/stratum-join --release 0.6.0 --wait delivering --secrets secrets.json",
     },
     {
       comment: "an older installer: upgrade to the cluster's release first",
@@ -108,5 +118,7 @@ export const register: CommandSpec = {
       command: "stratum-join register --identity /var/lib/stratum-join --release 0.6.0 --json | jq -r .state",
     },
   ],
+  result:
+    "{joinId, state, pairingCode, created, endpoint, caFingerprint, keyFingerprint, release, clockOffsetSeconds, identity: {dir, created}, sessionFile, upgrade?: {from, to, dir, files, bytesFetched, signedBy}, delivery?: {dir, files, secrets}, registration}",
   load: async () => (await import("../actions/register.js")).runRegister,
 };

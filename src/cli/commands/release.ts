@@ -33,6 +33,7 @@ export const releaseKeygen: CommandSpec = {
       command: "stratum-join release keygen --key release.key",
     },
   ],
+  result: "{keyid, privateKeyFile, publicKeyFile}",
   load: async () => (await import("../actions/release.js")).runReleaseKeygen,
 };
 
@@ -58,6 +59,7 @@ export const releaseSign: CommandSpec = {
       command: "stratum-join release sign ./0.6.0 --release 0.6.0 --key release.key",
     },
   ],
+  result: "{release, manifestPath, envelopeSha256, files, bytes, signedBy}",
   load: async () => (await import("../actions/release.js")).runReleaseSign,
 };
 
@@ -84,6 +86,7 @@ export const releaseVerify: CommandSpec = {
       command: "stratum-join release verify ./0.6.0 --release 0.6.0 --trusted-key release.key.pub",
     },
   ],
+  result: "{release, files, bytes, signedBy, createdAt}",
   load: async () => (await import("../actions/release.js")).runReleaseVerify,
 };
 
@@ -145,5 +148,6 @@ export const releaseDownload: CommandSpec = {
         "stratum-join release download --source https://mirror.example/0.6.0/ --release 0.6.0 --dest ./0.6.0 --trusted-key release.pub",
     },
   ],
+  result: "{release, dir, manifestPath, files, bytesFetched, signedBy, source}",
   load: async () => (await import("../actions/release.js")).runReleaseDownload,
 };

@@ -8,7 +8,7 @@
  * @module
  */
 
-import type { CommandSpec } from "../args.js";
+import { SECRETS_FLAG, type CommandSpec } from "../args.js";
 
 /** `status`. */
 export const status: CommandSpec = {
@@ -17,18 +17,22 @@ export const status: CommandSpec = {
   details: [
     "Reads DIR/session.json and the identity in DIR (as register left them). Retries nothing:",
     "a listener that cannot be reached is exit 9. With --write-delivery, a delivery the view",
-    "carries is written to DIR/delivery (all files 0600).",
+    "carries is written: its public files and the node key to DIR/delivery (0600), each secret",
+    "where --secrets FILE says (as register --wait does).",
   ].join("\n"),
   flags: {
     identity: { type: "string", value: "DIR", description: "the machine's directory, as given to register (required)" },
     "write-delivery": { type: "boolean", description: "write the delivery, if the view carries one, to DIR/delivery" },
+    secrets: SECRETS_FLAG,
   },
   examples: [
     { comment: "where the registration stands", command: "stratum-join status --identity /var/lib/stratum-join" },
     {
       comment: "write the delivery the view carries",
-      command: "stratum-join status --identity /var/lib/stratum-join --write-delivery",
+      command: "stratum-join status --identity /var/lib/stratum-join --write-delivery --secrets secrets.json",
     },
   ],
+  result:
+    "{joinId, endpoint, caFingerprint, keyFingerprint, release, state, pairingCode, registration, delivery?: {nodeId, dir?, files?, secrets?}}",
   load: async () => (await import("../actions/status.js")).runStatus,
 };

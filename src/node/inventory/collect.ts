@@ -15,22 +15,22 @@ import type { Inventory } from "./types.js";
 /** Options of {@link collectInventory}. */
 export interface CollectInventoryOptions {
   /** Aborts the collection; the abort is re-thrown as the signal's reason. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /**
    * A directory standing in for `/`, holding `sys/`, `proc/` (and optionally `dev/disk/by-id`,
    * `run/udev/data`, `etc/stratum/install.json`, `run/systemd/timesync/synchronized`) plus the
    * recorded outputs `lsblk.json`, `ip-addr.json`, `ip-route.json` and `timedatectl-ntp.txt`. Default `/`, the live system. With any other root the
    * real tools are never run, and Node's own view of the network is not used.
    */
-  root?: string;
+  root?: string | undefined;
   /**
    * Runs `lsblk`, `ip` and `timedatectl`. Default: the real tools on the live system, the recordings under
    * any other root. Rejecting means "tool not available" and triggers the /sys and /proc
    * fallback, so a replacement can simulate a missing tool.
    */
-  runCommand?: RunCommand;
+  runCommand?: RunCommand | undefined;
   /** The install record to read `osDiskLayout` from. Default `<root>/etc/stratum/install.json`. */
-  installRecord?: string;
+  installRecord?: string | undefined;
 }
 
 /**

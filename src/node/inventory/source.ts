@@ -16,7 +16,11 @@ import { abortReason } from "../../core/retry.js";
  * Runs a tool and resolves with its standard output. Rejects when the tool is missing,
  * fails or is aborted through `signal`; the inventory then falls back to /sys and /proc.
  */
-export type RunCommand = (file: string, args: readonly string[], options: { signal?: AbortSignal }) => Promise<string>;
+export type RunCommand = (
+  file: string,
+  args: readonly string[],
+  options: { signal?: AbortSignal | undefined },
+) => Promise<string>;
 
 /** What every collector is given. */
 export interface SourceContext {

@@ -18,7 +18,7 @@ interface NodeReadableLike {
   pause(): unknown;
   resume(): unknown;
   destroy(error?: Error): unknown;
-  readableEnded?: boolean;
+  readableEnded?: boolean | undefined;
 }
 
 function isNodeReadable(body: unknown): body is NodeReadableLike {

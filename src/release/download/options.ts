@@ -16,13 +16,13 @@ import type { ReleaseMinSpeed } from "./speed.js";
  */
 export interface ReleaseRetryOptions {
   /** Failures in a row without progress before a file gives up. Default 8. */
-  attempts?: number;
+  attempts?: number | undefined;
   /** First backoff ceiling, ms (full jitter). Default 500. */
-  baseMs?: number;
+  baseMs?: number | undefined;
   /** Largest backoff, ms. Default 30 000. */
-  maxMs?: number;
+  maxMs?: number | undefined;
   /** Largest wait a `Retry-After` may impose, ms. Default 300 000. */
-  maxRetryAfterMs?: number;
+  maxRetryAfterMs?: number | undefined;
 }
 
 /** Options of `downloadRelease`. */
@@ -33,16 +33,16 @@ export interface DownloadReleaseOptions {
    */
   upgrade: Pick<Upgrade, "to" | "source" | "served"> & {
     /** The release the joiner runs (informational; the manifest must name `to`). */
-    from?: string;
+    from?: string | undefined;
   };
   /**
    * Where to fetch from, instead of a mirror made from `upgrade.source`. Required when the
    * founder serves the release (`upgrade.served`): a source on the pinned founder connection
    * (the joiner's `downloadRelease` of `@stratum/join/node` makes it from the join session).
    */
-  source?: ReleaseSource;
+  source?: ReleaseSource | undefined;
   /** Options of the mirror made from `upgrade.source` (e.g. `ca`). */
-  mirror?: MirrorSourceOptions;
+  mirror?: MirrorSourceOptions | undefined;
   /**
    * The directory to build the release in, created if missing. Files land at their release
    * paths, staged as `<path>.partial`; `payload/manifest.json` is written last, so its presence
@@ -52,9 +52,9 @@ export interface DownloadReleaseOptions {
   /** The release keys this joiner trusts (its OS trust store): PEM, raw 32 bytes or KeyObject. */
   trustedKeys: readonly ReleasePublicKeyInput[];
   /** Distinct trusted keys that must have signed. Default 1. */
-  threshold?: number;
+  threshold?: number | undefined;
   /** Files fetched at once, 1 to 32. Default 3 (the founder serves a few files at once per registration). */
-  concurrency?: number;
+  concurrency?: number | undefined;
   /**
    * Connections one large file is fetched on at once, 1 to 8, each asking for a closed range
    * of it (16 MiB segments, hashed in file order), as aria2c's `-x`: for a far mirror, where
@@ -62,17 +62,17 @@ export interface DownloadReleaseOptions {
    * of at least two segments, one file at a time, once an answer of it carried a strong ETag
    * (sent as `If-Range` with every range). Default 1: on a near mirror the download is bound by
    * the CPU at both ends, which more connections only share, while each adds 16 MiB of memory
-   * (see the README's measurements).
+   * (see docs/measurements.md).
    */
-  connections?: number;
+  connections?: number | undefined;
   /** Aborts everything; the abort is re-thrown as is, the `.partial` files stay for a later run. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Called with progress reports. Must not throw. */
-  onProgress?: (progress: ReleaseProgress) => void;
+  onProgress?: ((progress: ReleaseProgress) => void) | undefined;
   /** Retry tuning. */
-  retry?: ReleaseRetryOptions;
+  retry?: ReleaseRetryOptions | undefined;
   /** Manifest bounds; defaults in `DEFAULT_RELEASE_LIMITS`. */
-  limits?: ReleaseLimits;
+  limits?: ReleaseLimits | undefined;
   /**
    * The slowest a response body may arrive (as curl's `--speed-limit`/`--speed-time`): a body
    * averaging less than `bytesPerSecond` over a window of `windowMs` (time spent waiting on
@@ -81,7 +81,7 @@ export interface DownloadReleaseOptions {
    * Default 1 KiB/s over 30 s, which no healthy link falls below; `{ bytesPerSecond: 0 }`
    * turns the rule off, leaving the sources' inactivity timers alone.
    */
-  minSpeed?: ReleaseMinSpeed;
+  minSpeed?: ReleaseMinSpeed | undefined;
 }
 
 /** A file of the release, verified and in place. */
@@ -123,7 +123,7 @@ export interface ReleaseTestHooks {
   /** How a file is written: with direct I/O, and hashed in the worker thread. */
   onWriter?(releasePath: string, how: { direct: boolean; hashInWorker: boolean }): void;
   /** The segment size of a file on several connections (default {@link SEGMENT_BYTES}). */
-  segmentBytes?: number;
+  segmentBytes?: number | undefined;
 }
 
 /**

@@ -72,9 +72,9 @@ interface Segment {
 
 /** The phase's outcome: the bytes in order are in the writer; `fallback` is why it stopped early, if it did. */
 export interface ParallelOutcome {
-  fallback?: NetworkError;
+  fallback?: NetworkError | undefined;
   /** A verdict that ends the file (thrown by the caller after the writer settles). */
-  failure?: unknown;
+  failure?: unknown | undefined;
 }
 
 /** Fetches `[host.offset, host.size)` on `connections` connections in segments of `segmentBytes`. */

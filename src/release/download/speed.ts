@@ -12,9 +12,9 @@ import { TimeoutError } from "../../errors/index.js";
 /** The slowest a body may arrive, averaged over a window. */
 export interface ReleaseMinSpeed {
   /** Bytes per second a body must average over each window; 0 turns the rule off. Default 1024. */
-  bytesPerSecond?: number;
+  bytesPerSecond?: number | undefined;
   /** The window, ms: a body slower than `bytesPerSecond` over this long is cut and retried. Default 30 000. */
-  windowMs?: number;
+  windowMs?: number | undefined;
 }
 
 /**

@@ -52,9 +52,10 @@ export class ChunkedDecoder {
   /**
    * Decodes `bytes`, handing chunk data to `onData` in order; stops early when `onData`
    * returns false (the exchange has ended) and ignores what follows the end of the body.
-   * Throws {@link Http1Error} at malformed framing.
+   * Returns how many of `bytes` it read: on a connection kept alive, the rest after the end of
+   * the body is not this response's. Throws {@link Http1Error} at malformed framing.
    */
-  decode(bytes: Uint8Array, onData: (data: Uint8Array) => boolean): void {
+  decode(bytes: Uint8Array, onData: (data: Uint8Array) => boolean): number {
     let i = 0;
     while (i < bytes.length && this.state !== "end") {
       if (this.state === "data") {
@@ -63,7 +64,7 @@ export class ChunkedDecoder {
         if (this.remaining === 0) this.state = "data-end";
         const more = onData(bytes.subarray(i, i + take));
         i += take;
-        if (!more) return;
+        if (!more) return i;
         continue;
       }
       const newline = bytes.indexOf(0x0a, i);
@@ -72,7 +73,7 @@ export class ChunkedDecoder {
         throw new Http1Error("HTTP1_PARSE", `a chunk-size or trailer line longer than ${MAX_LINE} bytes`);
       if (this.state === "trailers" && this.trailerBytes + this.line.length > MAX_TRAILER_BYTES)
         throw new Http1Error("HTTP1_PARSE", `a trailer section longer than ${MAX_TRAILER_BYTES} bytes`);
-      if (newline < 0) return;
+      if (newline < 0) return bytes.length;
       i = newline + 1;
       // every line ends in CR LF, as llhttp wants: a bare LF is refused
       if (!this.line.endsWith("\r"))
@@ -81,6 +82,7 @@ export class ChunkedDecoder {
       this.line = "";
       this.onLine(line);
     }
+    return i;
   }
 
   private onLine(line: string): void {

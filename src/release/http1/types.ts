@@ -56,13 +56,13 @@ export interface Http1GetOptions {
   /** The request target, already percent-encoded. */
   path: string;
   /** Request header fields; names are sent as given. */
-  headers?: Record<string, string>;
+  headers?: Record<string, string> | undefined;
   /** Aborts the request or its body; the abort is re-thrown as is. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Longest wait from the request to the end of the response head, ms. Default 60 s. */
-  headersTimeout?: number;
+  headersTimeout?: number | undefined;
   /** Longest silence inside the body, ms. Default 60 s. */
-  bodyTimeout?: number;
+  bodyTimeout?: number | undefined;
 }
 
 /** Header fields with lower-case names; a repeated field gives an array (in order). */

@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { StratumError } from "../../../src/errors/index.js";
 import { collectInventory, type Inventory, type RunCommand } from "../../../src/node/inventory/index.js";
+import { expectInstalled } from "../../machine/tools.js";
 
 const fixtures = path.join(path.dirname(fileURLToPath(import.meta.url)), "fixtures");
 const SERVER = path.join(fixtures, "server");
@@ -609,13 +610,9 @@ describe.runIf(process.platform === "linux")("collectInventory on this machine",
     expect(without.cpu).toStrictEqual(withTools.cpu);
   });
 
-  it("agrees with ip on the interface list when ip is installed", async () => {
-    let links: { ifname: string }[];
-    try {
-      links = JSON.parse(execFileSync("ip", ["-json", "link"], { encoding: "utf8" })) as { ifname: string }[];
-    } catch {
-      return;
-    }
+  it("agrees with ip on the interface list", async () => {
+    expectInstalled("iproute2");
+    const links = JSON.parse(execFileSync("ip", ["-json", "link"], { encoding: "utf8" })) as { ifname: string }[];
     const inventory = await collectInventory();
     expect(inventory.nics!.map((n) => n.name).sort()).toStrictEqual(
       links

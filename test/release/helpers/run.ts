@@ -1,7 +1,7 @@
 /**
  * Shared plumbing of the downloader tests: run a download against a mirror with fast retries,
- * list what ended up in a destination, count how many fetches overlap, and kill a download
- * in a process of its own part way.
+ * list what ended up in a destination, count how many fetches overlap (held at a barrier until
+ * they do), and kill a download in a process of its own part way.
  */
 import { spawn } from "node:child_process";
 import { readdir } from "node:fs/promises";
@@ -12,7 +12,7 @@ import {
   type DownloadReleaseOptions,
   type DownloadedRelease,
 } from "../../../src/release/download/index.js";
-import type { ReleaseSource } from "../../../src/release/sources.js";
+import type { ReleaseFetchRequest, ReleaseSource } from "../../../src/release/sources.js";
 import type { Mirror } from "./mirror.js";
 import type { Fixture } from "./release.js";
 
@@ -66,31 +66,57 @@ export async function failure(promise: Promise<unknown>): Promise<unknown> {
   throw new Error("expected a failure, got a result");
 }
 
-/** A source that holds each body open 20 ms, so fetches overlap, and counts how many are open at once. */
+/**
+ * A source that counts how many bodies are open at once. The first bodies are held until
+ * `together` of them are open (a barrier), so the overlap a download allows is reached on any
+ * machine, however slow; once there, they are held {@link GRACE_MS} longer, for a download
+ * that allowed more to start more. Then every body flows.
+ */
 export interface OverlapCounter {
   source: ReleaseSource;
   /** The most bodies open at the same time so far. */
   peak(): number;
 }
 
-/** Wraps `inner`; only the paths `counted` accepts (all by default) are delayed and counted. */
-export function countOverlap(inner: ReleaseSource, counted: (path: string) => boolean = () => true): OverlapCounter {
+/** What a download that allowed more than `together` bodies at once gets to start more in. */
+const GRACE_MS = 50;
+/** A barrier never reached (a download that fetched one at a time) lets go after this. */
+const BARRIER_GIVE_UP_MS = 10_000;
+
+/**
+ * Wraps `inner`: the fetches `counted` accepts (all by default) are counted, and held at the
+ * barrier until `together` are open at once.
+ */
+export function countOverlap(
+  inner: ReleaseSource,
+  together: number,
+  counted: (path: string, request: ReleaseFetchRequest) => boolean = () => true,
+): OverlapCounter {
   let open = 0;
   let peak = 0;
+  let letGo: () => void = () => undefined;
+  const barrier = new Promise<void>((resolve) => (letGo = resolve));
+  let reached = false;
+  const giveUp = setTimeout(letGo, BARRIER_GIVE_UP_MS);
+  giveUp.unref();
+  void barrier.then(() => clearTimeout(giveUp));
   const source: ReleaseSource = {
     describe: () => `counting ${inner.describe()}`,
     async fetch(path, request) {
       const response = await inner.fetch(path, request);
-      if (!counted(path)) return response;
+      if (!counted(path, request)) return response;
       open++;
       peak = Math.max(peak, open);
+      if (open >= together && !reached) {
+        reached = true;
+        setTimeout(letGo, GRACE_MS);
+      }
       const body = response.body as AsyncIterable<Uint8Array>;
       return {
         ...response,
         body: (async function* () {
           try {
-            // slow enough that the fetches overlap
-            await new Promise((r) => setTimeout(r, 20));
+            await barrier;
             yield* body;
           } finally {
             open--;

@@ -3,23 +3,15 @@
  * config written to a temp directory (127.0.0.1 only, a free port, CONNECT allowed to the
  * given ports, Basic credentials when asked), its log read back by the tests.
  *
- * tinyproxy is in Debian (`apt-get install -y tinyproxy`); .ci/run installs it. Without it the
- * tests skip on a developer's machine (saying how to install it) and fail in CI.
+ * tinyproxy is Debian's package of that name, which `npm test` installs as root
+ * (scripts/test-machine.mjs); without it the proxy tests fail, saying how to install it.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-
-/** Where Debian installs tinyproxy. */
-export const TINYPROXY = "/usr/bin/tinyproxy";
-
-/** True where the proxy tests can run, and always in CI (where a missing tinyproxy fails them). */
-export const tinyproxyRunnable = existsSync(TINYPROXY) || Boolean(process.env.CI);
-if (!tinyproxyRunnable)
-  console.warn(`proxy tests skipped: ${TINYPROXY} is missing (sudo apt-get install -y tinyproxy); CI runs them`);
+import { expectInstalled } from "../../machine/tools.js";
 
 /** A running tinyproxy. */
 export interface Tinyproxy {
@@ -55,6 +47,7 @@ export function freePort(): Promise<number> {
 
 /** Starts tinyproxy in the foreground and resolves once it accepts connections. */
 export async function startTinyproxy(options: TinyproxyOptions): Promise<Tinyproxy> {
+  const tinyproxy = expectInstalled("tinyproxy")!;
   const dir = await mkdtemp(join(tmpdir(), "stratum-tinyproxy-"));
   const logFile = join(dir, "tinyproxy.log");
   const port = await freePort();
@@ -71,7 +64,7 @@ export async function startTinyproxy(options: TinyproxyOptions): Promise<Tinypro
   ];
   const conf = join(dir, "tinyproxy.conf");
   await writeFile(conf, `${lines.join("\n")}\n`);
-  const child: ChildProcess = spawn(TINYPROXY, ["-d", "-c", conf], { stdio: ["ignore", "ignore", "pipe"] });
+  const child: ChildProcess = spawn(tinyproxy, ["-d", "-c", conf], { stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
   child.stderr?.on("data", (d) => (stderr += d));
   const spawnError = new Promise<Error>((resolve) => child.once("error", resolve));
@@ -88,9 +81,7 @@ export async function startTinyproxy(options: TinyproxyOptions): Promise<Tinypro
     const failed = await Promise.race([spawnError, new Promise<undefined>((r) => setTimeout(r, 50, undefined))]);
     if (failed || child.exitCode !== null || i > 200) {
       await close();
-      throw new Error(
-        `tinyproxy did not start (${failed ? failed.message : `exit ${child.exitCode}`}): ${stderr}\ninstall it with: sudo apt-get install -y tinyproxy`,
-      );
+      throw new Error(`tinyproxy did not start (${failed ? failed.message : `exit ${child.exitCode}`}): ${stderr}`);
     }
   }
   return {
