@@ -76,24 +76,23 @@ describe("the founder-wide rate of live KE2s", () => {
 
 describe("a KE1 told to wait", () => {
   it("does not count against its source's calls: machines behind one address are not rate limited for waiting", async () => {
-    t = await startTestServer({ limits: { liveKe2Burst: 1, liveKe2PerMinute: 600, perAddressCalls: 3 } });
+    // No refill within the test (1 a minute): only a proven exchange gives the share back.
+    t = await startTestServer({ limits: { liveKe2Burst: 1, liveKe2PerMinute: 1, perAddressCalls: 4 } });
     const minted = await mint(t.server);
-    const wrong = sameSelectorOtherCode(minted.code);
     const holder = await TestJoiner.create(t.server);
-    expect((await holder.pake(wrong)).response.status).toBe(200); // 1 of 3
+    await holder.connect();
+    const held = await holder.exchange(minted.code); // call 1 of 4: the share is taken
     const waiting = await TestJoiner.create(t.server);
-    for (let i = 0; i < 5; i++) expect((await waiting.pake(wrong)).response.status).toBe(503); // not counted
-    await holder.close(); // ends unproven; the refill (10 a second) brings its share back
-    await new Promise((r) => setTimeout(r, 300));
-    expect((await waiting.pake(wrong)).response.status).toBe(200); // 2 of 3
+    for (let i = 0; i < 5; i++) expect((await waiting.pake(minted.code)).response.status).toBe(503); // not counted
+    // The holder proves the code (call 2 of 4): its share comes back at once.
+    expect((await holder.sendProof("code-checks", { release: "0.6.0" }, held)).response.status).toBe(200);
+    await holder.close();
+    const proving = await waiting.exchange(minted.code); // call 3 of 4
+    expect((await waiting.sendProof("code-checks", { release: "0.6.0" }, proving)).response.status).toBe(200); // 4 of 4
     await waiting.close();
-    await new Promise((r) => setTimeout(r, 300));
-    const last = await TestJoiner.create(t.server);
-    expect((await last.pake(wrong)).response.status).toBe(200); // 3 of 3
-    await last.close();
-    await new Promise((r) => setTimeout(r, 300));
+    // The fifth counted call is over the limit: the five waits were not counted.
     const over = await TestJoiner.create(t.server);
-    expect((await over.pake(wrong)).response.json).toMatchObject({ code: "RATE_LIMITED" });
+    expect((await over.pake(minted.code)).response.json).toMatchObject({ code: "RATE_LIMITED" });
     await over.close();
   });
 });
