@@ -58,6 +58,6 @@ export async function startMainProcess(
     child,
     output: () => out,
     adminUrl: /admin API\s+(\S+)/.exec(out)![1]!,
-    joinPort: Number(/join listener\s+127\.0\.0\.1:(\d+)/.exec(out)![1]),
+    joinPort: Number(/join listener\s+\S+:(\d+)/.exec(out)![1]),
   };
 }
