@@ -436,6 +436,22 @@ describe("against a reference server", () => {
     ]);
     expect(mismatch.code).toBe(10);
     expect(mismatch.json.error.code).toBe("PAIRING_MISMATCH");
+    // The join's own code is never printed (it would be the one to copy), in JSON or for a person.
+    expect(mismatch.stdout + mismatch.stderr).not.toContain(pairingCode);
+    const told = await cli([
+      "admin",
+      "approve",
+      joinId,
+      ...admin,
+      "--token",
+      h.server.adminToken,
+      "--pairing-code",
+      otherCode,
+    ]);
+    expect(told.code).toBe(10);
+    expect(told.stderr).toContain("does not match");
+    expect(told.stderr).toContain("on the machine's own screen");
+    expect(told.stdout + told.stderr).not.toContain(pairingCode);
     expect((await h.admin.getNodeJoin(joinId)).state).toBe("pending");
     // A refused assignment: exit 13 with the field.
     const badFile = join(tmp, "bad-assignment.json");
