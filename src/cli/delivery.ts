@@ -13,6 +13,7 @@ import { checkDestinations, type PlacedSecret, type SecretDestinations } from ".
 import type { Delivery } from "../types.js";
 import { stringFlag, type CommandContext, type CommandSpec, type ParsedArgs } from "./args.js";
 import { IDENTITY_FILES, readJsonFile } from "./files.js";
+import { printable } from "./style.js";
 
 /** An example `--secrets` file, as the refusal shows it. */
 const EXAMPLE =
@@ -87,7 +88,7 @@ export async function writeDeliveryOf(
     throw error;
   }
   // One short line per home: the field, then where (as wide as a real machine's paths allow).
-  ctx.out.say(`delivery for ${delivery.nodeId} written to ${target}`);
+  ctx.out.say(`delivery for ${printable(delivery.nodeId)} written to ${target}`);
   for (const [field, list] of Object.entries(written.secrets))
     for (const placed of list) ctx.out.say(`  ${field.padEnd(16)} ${describePlaced(placed)}`);
   return written;

@@ -10,11 +10,12 @@ import type { JoinSession } from "../node/join-session.js";
 import { reportProgress } from "../node/registration.js";
 import { downloadRelease } from "../node/self-upgrade.js";
 import type { DownloadedRelease, DownloadReleaseOptions, ReleaseProgress } from "../release/download/index.js";
+import { StratumApiError, StratumError } from "../errors/index.js";
 import type { Registration } from "../types.js";
 import { CliError, listFlag, stringFlag, type CommandContext, type CommandSpec, type ParsedArgs } from "./args.js";
 import { readTextFile } from "./files.js";
 import { formatBytes } from "./output.js";
-import type { Style } from "./style.js";
+import { printable, printableView, type Style } from "./style.js";
 
 /** A release name safe as a directory name: it comes from the cluster and becomes `DIR/release/<version>`. */
 export { SAFE_RELEASE_NAME as SAFE_RELEASE } from "../node/machine-dir.js";
@@ -37,13 +38,69 @@ export function joinTargetOf(args: ParsedArgs, command: CommandSpec): JoinTarget
   return { url };
 }
 
+/**
+ * The `onRetry` of `register` and `check`: one warning per wait, saying why (the founder busy,
+ * or the listener unreachable) and for how long, so a person sees the machine is not stuck.
+ */
+export function retryNotice(ctx: CommandContext): (error: StratumError, delayMs: number) => void {
+  return (error, delayMs) => {
+    const seconds = Math.max(1, Math.ceil(delayMs / 1000));
+    // A refusal says what it waits for (only its code and numbers, never the listener's text).
+    if (error instanceof StratumApiError) ctx.out.say(busyLine(error, delayMs));
+    else
+      ctx.out.warn(`the join listener cannot be reached (${printable(causeOf(error))}); trying again in ${seconds} s`);
+  };
+}
+
+/**
+ * What a refusal that is waited out means, for a person at the machine: one line per wait,
+ * with what it waits for. Only what the code and the numbers say is repeated, never the
+ * listener's free text: a refusal of the first message (the KE1) comes before the listener
+ * proved it holds the code (docs/protocol.md#nothing-before-proof).
+ */
+export function busyLine(error: StratumApiError, delayMs: number): string {
+  const wait = `trying again in ${Math.max(1, Math.round(delayMs / 1000))} s`;
+  const waiting = error.details?.waiting;
+  const max = error.details?.maxWaiting;
+  switch (error.code) {
+    case "RATE_LIMITED":
+      return typeof waiting === "number" && typeof max === "number"
+        ? `the cluster turned the registration away for now: ${waiting} registrations already wait for an operator's decision, the most it keeps (${max}); approving, rejecting or expiring one frees a slot; ${wait}`
+        : `the join listener is rate limiting this address (RATE_LIMITED); ${wait}`;
+    case "JOIN_CODE_BUSY":
+      return `the join code is busy: other machines are proving it right now (JOIN_CODE_BUSY); ${wait}`;
+    case "UPGRADE_IN_PROGRESS":
+      return `the cluster is upgrading (UPGRADE_IN_PROGRESS); ${wait}`;
+    case "STORAGE_UNAVAILABLE":
+      return `the founder cannot save anything: its disk is full (STORAGE_UNAVAILABLE); ${wait}`;
+    default:
+      return `the join listener is busy (${error.status} ${printable(error.code)}); ${wait}`;
+  }
+}
+
+/** The transport's reason for a person: `ECONNREFUSED`, `503 UPGRADE_IN_PROGRESS`, `TIMEOUT`. */
+export function causeOf(error: unknown): string {
+  if (error instanceof StratumApiError) return `${error.status} ${error.code}`;
+  let current: unknown = error;
+  for (let depth = 0; depth < 8 && typeof current === "object" && current !== null; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === "string" && /^(E[A-Z]+|UND_ERR_[A-Z_]+)$/.test(code)) return code;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return StratumError.is(error) ? error.code : "error";
+}
+
 /** The trusted release keys of `--trusted-key FILE` (PEM), read from disk. */
 export async function trustedKeysOf(args: ParsedArgs): Promise<string[]> {
   return Promise.all(listFlag(args, "trusted-key").map((file) => readTextFile(file, "trusted release key")));
 }
 
-/** One line about a registration's state, for a person; the state in its colour where `style` paints. */
-export function describeState(view: Registration, style?: Style): string {
+/**
+ * One line about a registration's state, for a person; the state in its colour where `style`
+ * paints. The view's strings (reasons, failed steps) are the founder's, made printable.
+ */
+export function describeState(unsafeView: Registration, style?: Style): string {
+  const view = printableView(unsafeView);
   const extra = (() => {
     switch (view.state) {
       case "needs-upgrade":
@@ -118,8 +175,12 @@ export async function downloadUpgrade(
   },
 ): Promise<DownloadedRelease> {
   const { upgrade } = options;
-  const from = upgrade.source ? `the mirror ${upgrade.source}` : upgrade.served ? "the founder" : "the source";
-  ctx.out.say(`downloading release ${upgrade.to} from ${from} into ${options.destDir}`);
+  const from = upgrade.source
+    ? `the mirror ${printable(upgrade.source)}`
+    : upgrade.served
+      ? "the founder"
+      : "the source";
+  ctx.out.say(`downloading release ${printable(upgrade.to)} from ${from} into ${options.destDir}`);
   const step = (status: "running" | "done" | "failed", message?: string) =>
     options.session && options.identity
       ? reportProgress(options.session, options.identity, {
@@ -156,12 +217,12 @@ export async function downloadUpgrade(
       ...(options.session ? { session: options.session } : {}),
       ...(options.identity ? { identity: options.identity } : {}),
       signal: ctx.signal,
-      onProgress: (p) => ctx.out.progress(progressLine(upgrade.to, p, ctx.out.errStyle)),
+      onProgress: (p) => ctx.out.progress(progressLine(printable(upgrade.to), p, ctx.out.errStyle)),
     });
     ctx.out.clearProgress();
     const total = downloaded.files.reduce((sum, f) => sum + f.size, 0);
     ctx.out.say(
-      `release ${downloaded.release} verified: ${downloaded.files.length} files, ${formatBytes(total)} (${formatBytes(downloaded.bytesFetched)} fetched), signed by ${downloaded.signedBy.map((k) => k.slice(0, 16)).join(", ")}`,
+      `release ${printable(downloaded.release)} verified: ${downloaded.files.length} files, ${formatBytes(total)} (${formatBytes(downloaded.bytesFetched)} fetched), signed by ${downloaded.signedBy.map((k) => k.slice(0, 16)).join(", ")}`,
     );
     await step("done");
     return downloaded;

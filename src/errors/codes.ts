@@ -16,6 +16,7 @@ type ErrorClassName =
   | "JoinUrlError"
   | "PairingCodeError"
   | "StratumApiError"
+  | "UnprovenRefusalError"
   | "ResponseValidationError"
   | "NetworkError"
   | "TimeoutError"
@@ -57,6 +58,7 @@ export const STRATUM_ERROR_CODES = [
   "UNAUTHORIZED",
   "FORBIDDEN",
   "NOT_FOUND",
+  "METHOD_NOT_ALLOWED",
   "UNSUPPORTED_MEDIA_TYPE",
   "STORAGE_UNAVAILABLE",
   "INTERNAL",
@@ -71,6 +73,7 @@ export const STRATUM_ERROR_CODES = [
   "LISTENER_CERTIFICATE",
   "BINDING_MISMATCH",
   "CONNECTION_INTERCEPTED",
+  "REFUSAL_UNPROVEN",
   "PAIRING_MISMATCH",
   "CONNECTION_CHANGED",
   "TLS_FAILED",
@@ -132,6 +135,7 @@ export const errorCodeClasses = {
   UNAUTHORIZED: ["StratumApiError"],
   FORBIDDEN: ["StratumApiError"],
   NOT_FOUND: ["StratumApiError"],
+  METHOD_NOT_ALLOWED: ["StratumApiError"],
   UNSUPPORTED_MEDIA_TYPE: ["StratumApiError"],
   STORAGE_UNAVAILABLE: ["StratumApiError"],
   INTERNAL: ["StratumApiError"],
@@ -144,6 +148,7 @@ export const errorCodeClasses = {
   LISTENER_CERTIFICATE: ["JoinProtocolError"],
   BINDING_MISMATCH: ["JoinProtocolError"],
   CONNECTION_INTERCEPTED: ["JoinProtocolError"],
+  REFUSAL_UNPROVEN: ["UnprovenRefusalError"],
   PAIRING_MISMATCH: ["JoinProtocolError"],
   CONNECTION_CHANGED: ["JoinProtocolError"],
   TLS_FAILED: ["JoinProtocolError"],
@@ -191,8 +196,12 @@ export type HttpStatusErrorCode = `HTTP_${number}`;
  */
 export type StratumErrorCode = ListedStratumErrorCode | HttpStatusErrorCode;
 
-/** The codes of a {@link StratumApiError}: the API's problem codes and {@link HttpStatusErrorCode}. */
-export type StratumApiErrorCode = components["schemas"]["ProblemCode"] | HttpStatusErrorCode;
+/**
+ * The codes of a {@link StratumApiError}: the API's problem codes, {@link HttpStatusErrorCode},
+ * and `REFUSAL_UNPROVEN`, which only an `UnprovenRefusalError` carries (a refusal from a join
+ * listener not proven yet, that a founder never sends there: docs/protocol.md#unproven).
+ */
+export type StratumApiErrorCode = components["schemas"]["ProblemCode"] | "REFUSAL_UNPROVEN" | HttpStatusErrorCode;
 
 /**
  * The codes thrown as the class `C`.

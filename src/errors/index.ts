@@ -33,7 +33,9 @@ export {
   JoinProtocolError,
   IdentityError,
   RegistrationEndedError,
+  UnprovenRefusalError,
   type JoinProtocolErrorCode,
+  type UnprovenRefusalStep,
   type ListenerCertificateCheck,
 } from "./join.js";
 export {

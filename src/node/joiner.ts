@@ -114,12 +114,16 @@ export async function checkJoinCode(options: CheckJoinCodeOptions): Promise<Code
   const { response, proof } = await proveAndCall(
     target,
     identity,
-    "/v1/join/code-checks",
-    (pake) => ({
-      pake,
+    {
+      path: "/v1/join/code-checks",
+      body: (pake) => ({
+        pake,
+        release: options.release,
+        ...(options.selfUpgrade !== undefined ? { selfUpgrade: options.selfUpgrade } : {}),
+      }),
       release: options.release,
-      ...(options.selfUpgrade !== undefined ? { selfUpgrade: options.selfUpgrade } : {}),
-    }),
+      selfUpgrade: options.selfUpgrade,
+    },
     options,
   );
   const check = await parseAnswer("CodeCheckSchema", "POST /v1/join/code-checks", response.json);
@@ -148,18 +152,22 @@ export async function registerMachine(options: RegisterMachineOptions): Promise<
   requireTlsExporter();
   startLoadingProof();
   const { identity } = options;
-  const { response, proof } = await proveAndCall(
+  const { response, proof, lostPairingKeys } = await proveAndCall(
     target,
     identity,
-    "/v1/join/registrations",
-    (pake, { clockOffsetMs }) => ({
-      pake,
+    {
+      path: "/v1/join/registrations",
+      body: (pake, { clockOffsetMs }) => ({
+        pake,
+        release: options.release,
+        ...(options.selfUpgrade !== undefined ? { selfUpgrade: options.selfUpgrade } : {}),
+        ...(options.hostname !== undefined ? { hostname: options.hostname } : {}),
+        ...(options.systemSerial !== undefined ? { systemSerial: options.systemSerial } : {}),
+        inventory: withClock(options.inventory, clockOffsetMs),
+      }),
       release: options.release,
-      ...(options.selfUpgrade !== undefined ? { selfUpgrade: options.selfUpgrade } : {}),
-      ...(options.hostname !== undefined ? { hostname: options.hostname } : {}),
-      ...(options.systemSerial !== undefined ? { systemSerial: options.systemSerial } : {}),
-      inventory: withClock(options.inventory, clockOffsetMs),
-    }),
+      selfUpgrade: options.selfUpgrade,
+    },
     options,
   );
   const registration = (await parseAnswer(
@@ -168,16 +176,19 @@ export async function registerMachine(options: RegisterMachineOptions): Promise<
     response.json,
   )) as Registration;
   if (registration.delivery) concealSecrets(registration.delivery);
-  const created = response.status === 201;
-  if (created) {
+  let theirs: string;
+  try {
+    theirs = parsePairingCode(registration.pairingCode);
+  } catch {
+    theirs = "";
+  }
+  // An earlier exchange of this call whose answer was lost may have made the registration: found
+  // again (200), it carries that exchange's pairing code, and it was made by this call.
+  const lostCodes = await Promise.all(lostPairingKeys.map((key) => derivePairingCode(key, identity.keyFingerprint)));
+  const created = response.status === 201 || (theirs !== "" && lostCodes.includes(theirs));
+  if (response.status === 201) {
     // A registration keeps its first pairing code for life, so only a new one can be compared.
     const mine = await derivePairingCode(proof.pairingKey, identity.keyFingerprint);
-    let theirs: string;
-    try {
-      theirs = parsePairingCode(registration.pairingCode);
-    } catch {
-      theirs = "";
-    }
     if (theirs !== mine) {
       // Only a well-formed pairing code of the answer is repeated: the rest of it is not trusted.
       const told = theirs ? formatPairingCode(theirs) : "(malformed)";
@@ -197,6 +208,10 @@ export async function registerMachine(options: RegisterMachineOptions): Promise<
     pairingCode: registration.pairingCode,
     release: options.release,
     clockOffsetMs: proof.clockOffsetMs,
+    // What the PAKE proved of the listener: later connections take nothing older
+    // (docs/protocol.md#pinned-calls).
+    listenerKeyFingerprint: proof.listener.pin.keyFingerprint,
+    listenerNotBefore: new Date(proof.listener.pin.notBeforeMs).toISOString(),
   };
   return { session, registration, created, clockOffsetMs: proof.clockOffsetMs };
 }

@@ -20,7 +20,7 @@ import {
   TimeoutError,
 } from "../errors/index.js";
 import type { MachineIdentity } from "./identity.js";
-import { verifyPinnedListener } from "./pki.js";
+import { verifyPinnedListener, type ListenerPin } from "./pki.js";
 
 /** RFC 9266 `tls-exporter` channel binding label; 32 bytes, as docs/protocol.md#binding-transcript fixes. */
 const EXPORTER_LABEL = "EXPORTER-Channel-Binding";
@@ -107,12 +107,23 @@ export interface OpenPinnedConnectionOptions {
    * the founder's time, or at this machine's own clock should it have been fixed since.
    */
   clockOffsetMs?: number | undefined;
+  /**
+   * With `ca`: the listener leaf the PAKE proved (the join session's). Its key is taken, or a
+   * leaf the CA issued no earlier; an older leaf of the CA is refused (`check` `pinned`).
+   */
+  listenerPin?: ListenerPin | undefined;
   /** SNI to send; default: `host` when it is a name (never an IP literal, RFC 6066). */
   servername?: string | undefined;
   /** Aborts the connection attempt; the abort is re-thrown as is. */
   signal?: AbortSignal | undefined;
   /** Time allowed for TCP + TLS (default 10 s); then `TimeoutError`. */
   connectTimeoutMs?: number | undefined;
+}
+
+/** A socket error that says the peer cut the connection, not that it refused the handshake. */
+function cutOff(error: Error): boolean {
+  const code = (error as NodeJS.ErrnoException).code;
+  return code === "ECONNRESET" || code === "EPIPE";
 }
 
 /** `host` without the brackets of an IPv6 literal. */
@@ -175,15 +186,21 @@ export function connectPinnedSocket(options: OpenPinnedConnectionOptions, onread
     signal?.addEventListener("abort", onAbort, { once: true });
     const onError = (error: Error): void =>
       fail(
-        tcpConnected
+        // A handshake the peer cut (reset, closed: a listener restarting) is the network's
+        // failure, tried again like a refused connection; an alert or a protocol error is TLS's.
+        tcpConnected && !cutOff(error)
           ? new JoinProtocolError(
               "TLS_FAILED",
               `TLS 1.3 handshake with ${options.host}:${options.port} failed: ${error.message}`,
               { cause: error },
             )
-          : new NetworkError(`cannot connect to ${options.host}:${options.port}: ${error.message}`, { cause: error }),
+          : new NetworkError(
+              `${tcpConnected ? "the TLS handshake with" : "cannot connect to"} ${options.host}:${options.port} ${tcpConnected ? "was cut" : "failed"}: ${error.message}`,
+              { cause: error },
+            ),
       );
-    const onClose = (): void => onError(new Error("the connection closed during the handshake"));
+    const onClose = (): void =>
+      onError(Object.assign(new Error("the connection closed during the handshake"), { code: "ECONNRESET" }));
     const cleanup = (): void => {
       settled = true;
       clearTimeout(timer);
@@ -213,6 +230,7 @@ export function connectPinnedSocket(options: OpenPinnedConnectionOptions, onread
             caDer: options.ca,
             dialledHost: host,
             clockOffsetMs: options.clockOffsetMs,
+            pin: options.listenerPin,
             openSslError: socket.authorized ? undefined : String(socket.authorizationError),
           });
         }

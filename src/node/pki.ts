@@ -14,7 +14,7 @@ import { createHash, X509Certificate as NodeX509Certificate } from "node:crypto"
 import { isIP } from "node:net";
 import type * as X509 from "@peculiar/x509";
 import { StratumError } from "../errors/index.js";
-import { JoinProtocolError } from "../errors/index.js";
+import { JoinProtocolError, type ListenerCertificateCheck } from "../errors/index.js";
 import { subjectAltNames, subjectPublicKeyInfo, type AltName } from "./certificate-fields.js";
 import { CLOCK_TOLERANCE_SECONDS, founderNow } from "./clock.js";
 
@@ -118,14 +118,11 @@ export function splitHost(host: string): { bare: string; family: 0 | 4 | 6 } {
 }
 
 /**
- * The 4 or 16 bytes of an IP literal, so `::1`, `0:0::1` and `0:0:0:0:0:0:0:1` compare equal.
- * An IPv4-mapped IPv6 address is reduced to its IPv4 bytes: it names the same host.
+ * The 16 bytes of an IPv6 literal (no brackets, no zone), a dotted IPv4 tail included
+ * (`::ffff:127.0.0.2`, `64:ff9b::192.0.2.1`).
  */
-export function ipBytes(ip: string): Uint8Array | undefined {
-  const { bare, family } = splitHost(ip);
-  if (family === 4) return Uint8Array.from(bare.split(".").map(Number));
-  if (family !== 6) return undefined;
-  let text = bare.toLowerCase();
+function ipv6Bytes(literal: string): Uint8Array {
+  let text = literal.toLowerCase();
   let tail: number[] = [];
   const lastColon = text.lastIndexOf(":");
   if (text.slice(lastColon + 1).includes(".")) {
@@ -147,8 +144,18 @@ export function ipBytes(ip: string): Uint8Array | undefined {
     out[2 * i + 1] = w & 0xff;
   });
   if (tail.length === 4) out.set(tail, 12);
-  const mapped = out.subarray(0, 10).every((b) => b === 0) && out[10] === 0xff && out[11] === 0xff;
-  return mapped ? out.slice(12) : out;
+  return out;
+}
+
+/**
+ * The 4 or 16 bytes of an IP literal, so `::1`, `0:0::1` and `0:0:0:0:0:0:0:1` compare equal.
+ * An IPv4-mapped IPv6 address is reduced to its IPv4 bytes: it names the same host.
+ */
+export function ipBytes(ip: string): Uint8Array | undefined {
+  const { bare, family } = splitHost(ip);
+  if (family === 4) return Uint8Array.from(bare.split(".").map(Number));
+  if (family !== 6) return undefined;
+  return unmapped(ipv6Bytes(bare));
 }
 
 /** An IP SAN's bytes, an IPv4-mapped IPv6 address reduced to its IPv4 bytes (as {@link ipBytes} does). */
@@ -170,7 +177,14 @@ function dnsName(name: string): string {
 export function sanEntries(hosts: readonly string[]): X509.JsonGeneralName[] {
   return hosts.map((host) => {
     const { bare, family } = splitHost(host);
-    if (family !== 0) return { type: "ip", value: bare };
+    if (family === 4) return { type: "ip", value: bare };
+    // Eight hex groups: @peculiar/x509 reads a dotted IPv4 tail (`::ffff:127.0.0.2`,
+    // `64:ff9b::192.0.2.1`) as one more hex group and signs another address.
+    if (family === 6) {
+      const bytes = ipv6Bytes(bare);
+      const words = Array.from({ length: 8 }, (_, i) => ((bytes[2 * i]! << 8) | bytes[2 * i + 1]!).toString(16));
+      return { type: "ip", value: words.join(":") };
+    }
     const name = dnsName(host);
     // A SAN dNSName is an IA5 host name; refusing anything else keeps a typo from being signed.
     if (
@@ -182,11 +196,7 @@ export function sanEntries(hosts: readonly string[]): X509.JsonGeneralName[] {
   });
 }
 
-function certificateError(
-  check: "missing" | "chain" | "validity" | "name" | "role",
-  message: string,
-  cause?: unknown,
-): JoinProtocolError {
+function certificateError(check: ListenerCertificateCheck, message: string, cause?: unknown): JoinProtocolError {
   return new JoinProtocolError("LISTENER_CERTIFICATE", `listener certificate: ${message}`, { check, cause });
 }
 
@@ -203,26 +213,50 @@ function validAt(cert: NodeX509Certificate, now: Date): boolean {
 }
 
 /**
- * The joiner's check of the listener's TLS certificate, made before the CA is pinned and on
- * every later connection: the leaf is signed by the pinned CA (directly, or by one
- * intermediate CA certificate in the chain that the CA signed), every certificate involved is
- * valid at `now`, the leaf's SANs name the dialled host (IP literals compared as addresses, so
- * any IPv6 spelling matches; DNS names case-insensitively, no wildcards) and the leaf carries
- * the listener role (URI SAN `urn:stratum:join-listener`).
+ * What the PAKE proved of the listener's TLS leaf (docs/protocol.md#pinned-calls): its key and
+ * when it became valid. The join session keeps it, and a later connection takes only this key,
+ * or a leaf the CA issued no earlier (a reissue, a rotation of the listener's key): never an
+ * older leaf of the cluster's CA, however its dates look to either clock.
+ */
+export interface ListenerPin {
+  /** The leaf's key fingerprint (SHA-256 of its SPKI, colon hex). */
+  keyFingerprint: string;
+  /** The leaf's notBefore, ms since the epoch. */
+  notBeforeMs: number;
+}
+
+/** A listener leaf that passed every check but the dates: see {@link inspectListenerCertificate}. */
+export interface CheckedListener {
+  /** The leaf's key and notBefore, as a join session pins them. */
+  pin: ListenerPin;
+  /**
+   * Throws `LISTENER_CERTIFICATE` `validity` unless the leaf, the intermediate (if any) and the
+   * pinned CA are all valid at `now`.
+   */
+  assertValidAt(now: Date): void;
+  /** Whether {@link CheckedListener.assertValidAt} would pass at `now`. */
+  validAt(now: Date): boolean;
+}
+
+/**
+ * The joiner's check of the listener's TLS certificate, all but its dates (which clock judges
+ * them is the caller's: docs/protocol.md#founder-time): the leaf is signed by the pinned CA
+ * (directly, or by one intermediate CA certificate in the chain that the CA signed), its SANs
+ * name the dialled host (IP literals compared as addresses, so any IPv6 spelling matches; DNS
+ * names case-insensitively, no wildcards) and it carries the listener role (URI SAN
+ * `urn:stratum:join-listener`).
  * @param options.chain the peer's certificates as presented, DER, leaf first (a copy of the CA
  *   itself in the chain is tolerated and ignored)
  * @param options.caDer the CA pinned for this cluster (from the PAKE answer, or stored)
  * @param options.dialledHost the host or IP literal the joiner connected to (brackets allowed)
- * @param options.now the time to check validity at (default: now)
  * @throws JoinProtocolError `LISTENER_CERTIFICATE`, its `check` and message naming what failed
+ * @internal
  */
-export function verifyListenerCertificate(options: {
+export function inspectListenerCertificate(options: {
   chain: readonly Uint8Array[];
   caDer: Uint8Array;
   dialledHost: string;
-  now?: Date | undefined;
-}): void {
-  const now = options.now ?? new Date();
+}): CheckedListener {
   let ca: NodeX509Certificate;
   try {
     ca = new NodeX509Certificate(options.caDer);
@@ -250,18 +284,6 @@ export function verifyListenerCertificate(options: {
   }
   if (!path) throw certificateError("chain", "not signed by the pinned cluster CA");
 
-  for (const [cert, what] of [
-    ...path.map((c, i) => [c, i === 0 ? "the leaf" : "the intermediate"] as const),
-    [ca, "the pinned CA"] as const,
-  ]) {
-    if (!validAt(cert, now)) {
-      throw certificateError(
-        "validity",
-        `${what} is not valid now (valid ${cert.validFrom} to ${cert.validTo}, checked at ${now.toISOString()})`,
-      );
-    }
-  }
-
   let names: AltName[];
   try {
     names = subjectAltNames(presented[0]);
@@ -280,6 +302,40 @@ export function verifyListenerCertificate(options: {
   if (!names.some((n) => n.type === "url" && n.value === LISTENER_ROLE_URI)) {
     throw certificateError("role", `it lacks the listener role (URI SAN ${LISTENER_ROLE_URI})`);
   }
+
+  const certs = [
+    ...path.map((c, i) => [c, i === 0 ? "the leaf" : "the intermediate"] as const),
+    [ca, "the pinned CA"] as const,
+  ];
+  return {
+    pin: { keyFingerprint: spkiFingerprint(presented[0]), notBeforeMs: Date.parse(leaf.validFrom) },
+    validAt: (now) => certs.every(([cert]) => validAt(cert, now)),
+    assertValidAt: (now) => {
+      for (const [cert, what] of certs) {
+        if (!validAt(cert, now)) {
+          throw certificateError(
+            "validity",
+            `${what} is not valid now (valid ${cert.validFrom} to ${cert.validTo}, checked at ${now.toISOString()})`,
+          );
+        }
+      }
+    },
+  };
+}
+
+/**
+ * {@link inspectListenerCertificate}, and every certificate involved valid at `now`.
+ * @param options.now the time to check validity at (default: now)
+ * @throws JoinProtocolError `LISTENER_CERTIFICATE`, its `check` and message naming what failed
+ * @internal
+ */
+export function verifyListenerCertificate(options: {
+  chain: readonly Uint8Array[];
+  caDer: Uint8Array;
+  dialledHost: string;
+  now?: Date | undefined;
+}): void {
+  inspectListenerCertificate(options).assertValidAt(options.now ?? new Date());
 }
 
 // OpenSSL's verdicts that only say the local clock is outside a certificate's dates.
@@ -287,13 +343,18 @@ const DATE_ONLY = new Set(["CERT_NOT_YET_VALID", "CERT_HAS_EXPIRED"]);
 
 /**
  * The listener check of a connection pinned to a CA (docs/protocol.md#pinned-calls):
- * {@link verifyListenerCertificate}, then OpenSSL's own verdict against the CA as a second
- * opinion. With a clock offset past the tolerance (docs/protocol.md#founder-time), validity is
- * judged at the founder's time, and at this machine's own clock when that fails: a clock fixed
- * since the join (NTP on the next boot) makes the recorded offset stale, and must not lock the
- * machine out. OpenSSL, which can only use the local clock, is then heard on everything but
- * the dates.
+ * {@link inspectListenerCertificate}, then what the PAKE proved (`pin`): the leaf must carry
+ * the key the PAKE proved, or have been issued by the CA no earlier than that leaf (a reissue),
+ * so no older leaf of the cluster's CA, leaked or retired, is taken for the listener whatever
+ * its dates. Then the dates: with a clock offset past the tolerance
+ * (docs/protocol.md#founder-time), the founder's time (authenticated by the exchange that
+ * recorded it), and this machine's own clock when that fails: a clock fixed since the join
+ * (NTP on the next boot) makes the recorded offset stale, and must not lock the machine out.
+ * Last, OpenSSL's own verdict against the CA as a second opinion, heard on everything but the
+ * dates when the offset is past the tolerance (it only knows the local clock).
  * @param options.clockOffsetMs the founder's time minus this machine's, ms, from the join session
+ * @param options.pin the leaf the PAKE proved, from the join session (absent in a session
+ *   written before it was recorded: then any leaf of the CA that passes the other checks)
  * @param options.openSslError OpenSSL's verification error (`socket.authorizationError`), or
  *   undefined when it accepted the chain
  * @throws JoinProtocolError `LISTENER_CERTIFICATE`
@@ -304,19 +365,21 @@ export function verifyPinnedListener(options: {
   caDer: Uint8Array;
   dialledHost: string;
   clockOffsetMs?: number | undefined;
+  pin?: ListenerPin | undefined;
   openSslError: string | undefined;
 }): void {
-  const { chain, caDer, dialledHost, clockOffsetMs, openSslError } = options;
+  const { chain, caDer, dialledHost, clockOffsetMs, pin, openSslError } = options;
+  const listener = inspectListenerCertificate({ chain, caDer, dialledHost });
+  if (pin && listener.pin.keyFingerprint !== pin.keyFingerprint && listener.pin.notBeforeMs < pin.notBeforeMs) {
+    throw certificateError(
+      "pinned",
+      `it is neither the leaf the join proved (another key) nor one the CA issued since (valid from ${new Date(listener.pin.notBeforeMs).toISOString()}, before the proven leaf's ${new Date(pin.notBeforeMs).toISOString()})`,
+    );
+  }
   const corrected = clockOffsetMs !== undefined && Math.abs(clockOffsetMs) > CLOCK_TOLERANCE_SECONDS * 1000;
-  try {
-    verifyListenerCertificate({ chain, caDer, dialledHost, now: founderNow(clockOffsetMs) });
-  } catch (error) {
-    if (!corrected || !(error instanceof JoinProtocolError && error.check === "validity")) throw error;
-    try {
-      verifyListenerCertificate({ chain, caDer, dialledHost });
-    } catch {
-      throw error;
-    }
+  const founderTime = founderNow(clockOffsetMs);
+  if (!listener.validAt(founderTime) && !(corrected && listener.validAt(new Date()))) {
+    listener.assertValidAt(founderTime);
   }
   if (openSslError === undefined || (corrected && DATE_ONLY.has(openSslError))) return;
   throw certificateError("chain", `refused by OpenSSL against the pinned CA (${openSslError})`);

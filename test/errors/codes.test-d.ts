@@ -50,6 +50,7 @@ function exhaustive(e: StratumError): string {
     case "UNAUTHORIZED":
     case "FORBIDDEN":
     case "NOT_FOUND":
+    case "METHOD_NOT_ALLOWED":
     case "UNSUPPORTED_MEDIA_TYPE":
     case "STORAGE_UNAVAILABLE":
     case "INTERNAL":
@@ -62,6 +63,7 @@ function exhaustive(e: StratumError): string {
     case "LISTENER_CERTIFICATE":
     case "BINDING_MISMATCH":
     case "CONNECTION_INTERCEPTED":
+    case "REFUSAL_UNPROVEN":
     case "PAIRING_MISMATCH":
     case "CONNECTION_CHANGED":
     case "TLS_FAILED":
@@ -119,6 +121,7 @@ function missingOne(e: StratumError): string {
     case "UNAUTHORIZED":
     case "FORBIDDEN":
     case "NOT_FOUND":
+    case "METHOD_NOT_ALLOWED":
     case "UNSUPPORTED_MEDIA_TYPE":
     case "STORAGE_UNAVAILABLE":
     case "INTERNAL":
@@ -131,6 +134,7 @@ function missingOne(e: StratumError): string {
     case "LISTENER_CERTIFICATE":
     case "BINDING_MISMATCH":
     case "CONNECTION_INTERCEPTED":
+    case "REFUSAL_UNPROVEN":
     case "PAIRING_MISMATCH":
     case "CONNECTION_CHANGED":
     case "TLS_FAILED":
@@ -203,5 +207,7 @@ test("each class's code is the table's codes for it", () => {
 
 test("the API's codes are exactly openapi.yaml's ProblemCode, in both directions", () => {
   expectTypeOf<ErrorCodeOf<"StratumApiError">>().toEqualTypeOf<components["schemas"]["ProblemCode"]>();
-  expectTypeOf<StratumApiErrorCode>().toEqualTypeOf<components["schemas"]["ProblemCode"] | HttpStatusErrorCode>();
+  expectTypeOf<StratumApiErrorCode>().toEqualTypeOf<
+    components["schemas"]["ProblemCode"] | "REFUSAL_UNPROVEN" | HttpStatusErrorCode
+  >();
 });

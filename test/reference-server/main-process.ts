@@ -16,9 +16,18 @@ export interface MainProcess {
   joinPort: number;
 }
 
-/** Starts `main.ts` on `dataDir` (`env` added to the environment); resolves once it has printed its admin token. */
-export async function startMainProcess(dataDir: string, env: Record<string, string> = {}): Promise<MainProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", "examples/reference-server/main.ts"], {
+/**
+ * Starts `main.ts` on `dataDir` (`env` added to the environment); resolves once it has printed
+ * its admin token. With `netns`, it runs inside that network namespace (`ip netns exec`).
+ */
+export async function startMainProcess(
+  dataDir: string,
+  env: Record<string, string> = {},
+  options: { netns?: string } = {},
+): Promise<MainProcess> {
+  const command = [process.execPath, "--import", "tsx", "examples/reference-server/main.ts"];
+  const [file, ...args] = options.netns ? ["ip", "netns", "exec", options.netns, ...command] : command;
+  const child = spawn(file!, args, {
     cwd: root,
     env: {
       ...process.env,
@@ -49,6 +58,6 @@ export async function startMainProcess(dataDir: string, env: Record<string, stri
     child,
     output: () => out,
     adminUrl: /admin API\s+(\S+)/.exec(out)![1]!,
-    joinPort: Number(/join listener\s+127\.0\.0\.1:(\d+)/.exec(out)![1]),
+    joinPort: Number(/join listener\s+\S+:(\d+)/.exec(out)![1]),
   };
 }

@@ -89,7 +89,14 @@ describe("KE1 timing", () => {
   it("answers a live selector and an unknown one in the same time (5th percentiles within 1 ms and 10%)", async () => {
     // Every live probe is an exchange left outstanding: the code's budget is raised so that
     // none is refused as busy (the budget's size changes nothing on the path a KE1 takes).
-    t = await startTestServer({ limits: { maxAttempts: 100_000, perAddressCalls: 1_000_000 } });
+    t = await startTestServer({
+      limits: {
+        maxAttempts: 100_000,
+        perAddressCalls: 1_000_000,
+        liveKe2Burst: 1_000_000,
+        liveKe2PerMinute: 1_000_000,
+      },
+    });
     const minted = await mint(t.server);
     const live = parseJoinCode(minted.code);
     let unknown = generateJoinCode();

@@ -30,13 +30,14 @@ import {
 } from "../args.js";
 import { IDENTITY_FILES, openIdentityDir, readJsonFile, readTextFile, saveSession } from "../files.js";
 import { readSecretsFlag, writeDeliveryOf } from "../delivery.js";
-import { downloadUpgrade, SAFE_RELEASE, joinTargetOf, trustedKeysOf } from "../joiner.js";
+import { downloadUpgrade, retryNotice, SAFE_RELEASE, joinTargetOf, trustedKeysOf } from "../joiner.js";
 import { clockLine, fingerprintLines, pairingBanner } from "../output.js";
-import { busyLine, stateReporter, waitForState } from "../watch.js";
+import { stateReporter, waitForState } from "../watch.js";
 import { register } from "../commands/register.js";
+import { printable } from "../style.js";
 
 /** The registration view as printed: the delivery is summarised elsewhere, never dumped. */
-function printable(registration: Registration): Omit<Registration, "delivery"> {
+function withoutDelivery(registration: Registration): Omit<Registration, "delivery"> {
   const { delivery: _delivery, ...rest } = registration;
   return rest;
 }
@@ -73,11 +74,11 @@ async function inventoryOf(
 /** What a person at the machine reads after registering: where, the cluster CA, the pairing code. */
 function announce(ctx: CommandContext, result: RegisterResult): void {
   ctx.out.say(
-    `${result.created ? "registered" : "already registered"} with the cluster at ${result.session.endpoint} as ${result.session.joinId}`,
+    `${result.created ? "registered" : "already registered"} with the cluster at ${result.session.endpoint} as ${printable(result.session.joinId)}`,
   );
   for (const line of fingerprintLines("cluster CA", result.session.caFingerprint)) ctx.out.say(line);
   ctx.out.say("");
-  for (const line of pairingBanner(result.registration.pairingCode, ctx.out.style)) ctx.out.say(`  ${line}`);
+  for (const line of pairingBanner(printable(result.registration.pairingCode), ctx.out.style)) ctx.out.say(`  ${line}`);
   ctx.out.say("");
   if (clockIsOff(result.clockOffsetMs / 1000)) ctx.out.warn(clockLine(result.clockOffsetMs));
 }
@@ -120,7 +121,7 @@ function registerDocument(o: {
         }
       : {}),
     ...(delivery ? { delivery: { dir: delivery.dir, files: delivery.files, secrets: delivery.secrets } } : {}),
-    registration: printable(registration),
+    registration: withoutDelivery(registration),
   };
 }
 
@@ -186,9 +187,7 @@ export const runRegister: CommandAction = async (ctx, args) => {
       : {}),
     ...(inventory ? { inventory } : {}),
     signal: ctx.signal,
-    // Each wait for a busy listener or a full cluster is said, a pipe and a log included:
-    // without it the command sits silent for a minute.
-    onRetry: (error: Parameters<typeof busyLine>[0], delayMs: number) => ctx.out.say(busyLine(error, delayMs)),
+    onRetry: retryNotice(ctx),
   };
   let result = await registerMachine({ ...details, release });
   let sessionFile = await saveSession(dir, result.session);

@@ -16,6 +16,7 @@ import { getRegistration } from "../../node/registration.js";
 import { describeState } from "../joiner.js";
 import { fingerprintLines } from "../output.js";
 import { status } from "../commands/status.js";
+import { printable } from "../style.js";
 
 /** Runs `status`. */
 export const runStatus: CommandAction = async (ctx, args) => {
@@ -32,13 +33,13 @@ export const runStatus: CommandAction = async (ctx, args) => {
   const { delivery, ...view } = registration;
   const lines = [
     `${session.joinId} at ${session.endpoint}: ${describeState(registration, ctx.out.style)}`,
-    `  pairing code  ${registration.pairingCode}`,
+    `  pairing code  ${printable(registration.pairingCode)}`,
     `  release       ${session.release}`,
     ...fingerprintLines("  cluster CA", session.caFingerprint, 16),
   ];
   if (delivery)
     lines.push(
-      `  delivery      node ${delivery.nodeId}${written ? `, written to ${written.dir}` : " (use --write-delivery to write it)"}`,
+      `  delivery      node ${printable(delivery.nodeId)}${written ? `, written to ${written.dir}` : " (use --write-delivery to write it)"}`,
     );
   ctx.out.result(
     {

@@ -117,7 +117,8 @@ export const adminApprove: CommandSpec = {
   details: [
     "Approve only the machine whose console shows the same pairing code. With --pairing-code,",
     "the approval is refused (exit 10, PAIRING_MISMATCH) unless the join's pairing code is that",
-    "one, so a script can carry what the person at the machine read out.",
+    "one, so a script can carry what the person at the machine read out. The refusal never",
+    "shows the join's code (it would be the one to copy): read it again on the machine's screen.",
     "The flags --name, --role, --rack, --az, --mgmt-interface, --address, --gateway,",
     "--disk and --wipe set those fields over --assignment FILE and --copy-from; what they",
     "leave out is the founder's default (a twin's default name and address skip those others",
