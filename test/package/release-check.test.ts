@@ -1,6 +1,8 @@
 // `npm run release:check` (scripts/release-check.mjs), what CI runs before it publishes: on
 // this repository it passes, and each rule it holds refuses a publish that breaks it.
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 // @ts-expect-error: a plain JavaScript module of the scripts, without types
 import { promisedFiles, releaseProblems } from "../../scripts/release-check.mjs";
@@ -30,7 +32,12 @@ const good = (): string[] => [
 
 describe("release:check", () => {
   it("passes on this repository: npm publish --dry-run on a fresh build", async () => {
-    const run = await runToEnd("npm", ["run", "--silent", "release:check"], { cwd: root.pathname });
+    // npm keeps its cache and logs under HOME: a home of its own, so none land in the work tree.
+    const home = mkdtempSync(join(tmpdir(), "stratum-release-check-"));
+    const run = await runToEnd("npm", ["run", "--silent", "release:check"], {
+      cwd: root.pathname,
+      env: { HOME: home },
+    }).finally(() => rmSync(home, { recursive: true, force: true }));
     expect(run.output).toMatch(/release-check: @stratum\/join@\S+ may be published: \d+ files/);
     expect(run.code).toBe(0);
   }, 600_000);
