@@ -29,7 +29,7 @@ export {
   type RegisterResult,
 } from "./joiner.js";
 export { serializeJoinSession, parseJoinSession, type JoinSession } from "./join-session.js";
-export { CLOCK_TOLERANCE_SECONDS } from "./clock.js";
+export { CLOCK_TOLERANCE_SECONDS } from "../protocol/founder-time.js";
 export { openMachineDirectory, type MachineDirectory, type OpenMachineDirectoryOptions } from "./machine-dir.js";
 export {
   getRegistration,
@@ -70,7 +70,7 @@ export {
   type OsDiskLayout,
   type StackDevice,
 } from "./inventory/index.js";
-export { spkiFingerprint, caFingerprint } from "./pki.js";
+export { spkiFingerprint, caFingerprint } from "../protocol/pki.js";
 export { downloadRelease, type JoinerDownloadReleaseOptions as DownloadReleaseOptions } from "./self-upgrade.js";
 export type {
   DownloadReleaseOptions as ReleaseDownloaderOptions,

@@ -20,7 +20,7 @@ import {
   TimeoutError,
 } from "../errors/index.js";
 import type { MachineIdentity } from "./identity.js";
-import { verifyPinnedListener } from "./pki.js";
+import { verifyPinnedListener } from "../protocol/pki.js";
 
 /** RFC 9266 `tls-exporter` channel binding label; 32 bytes, as docs/protocol.md#binding-transcript fixes. */
 const EXPORTER_LABEL = "EXPORTER-Channel-Binding";

@@ -35,8 +35,8 @@ import {
   type PinnedResponse,
 } from "./pinned-connection.js";
 import { DEFAULT_CONNECT_TIMEOUT_MS } from "./pinned-socket.js";
-import { caFingerprint, verifyListenerCertificate } from "./pki.js";
-import { founderNow, measureClockOffset } from "./clock.js";
+import { caFingerprint, verifyListenerCertificate } from "../protocol/pki.js";
+import { founderNow, measureClockOffset } from "../protocol/founder-time.js";
 
 /** Where the join listener is and which code to prove: a join URL, or an endpoint and a code. */
 export type JoinTarget =

@@ -15,7 +15,7 @@ import { checkJoinCode, registerMachine } from "../../src/node/joiner.js";
 import { finishLogin, startLogin } from "../../src/node/opaque.js";
 import { disableSessionTickets, tlsServerOptions } from "../../src/server/tls.js";
 import { openPinnedConnection, type PinnedConnection } from "../../src/node/pinned-connection.js";
-import { caFingerprint } from "../../src/node/pki.js";
+import { caFingerprint } from "../../src/protocol/pki.js";
 import { createClusterCa, issueListenerCertificate, issueNodeCertificate } from "../../src/server/ca.js";
 import { eventually, startHarness, type Harness } from "./harness.js";
 

@@ -15,7 +15,7 @@ import {
   type ClusterCa,
   type IssuedCertificate,
 } from "../../src/server/ca.js";
-import { verifyListenerCertificate } from "../../src/node/pki.js";
+import { verifyListenerCertificate } from "../../src/protocol/pki.js";
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString("hex");
 

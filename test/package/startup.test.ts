@@ -83,7 +83,7 @@ describe("startup loads only what it uses", () => {
     expect(heavyIn(validate.packages)).toEqual(["zod"]);
     const node = await loads(["--input-type=module", "-e", 'await import("@stratum/join/node")']);
     expect(node.sources).toContain("src/node/joiner.ts");
-    expect(node.sources).toContain("src/node/pki.ts");
+    expect(node.sources).toContain("src/protocol/pki.ts");
   });
 
   it("importing @stratum/join/node loads no heavy dependency, nor the downloader", async () => {
