@@ -26,7 +26,8 @@ import { isBusyRefusal, retryDelay, sleep, throwIfAborted } from "../core/retry.
 import { JoinProtocolError, StratumApiError, StratumError } from "../errors/index.js";
 import { loadAnswerSchemas, parseAnswer } from "./answers.js";
 import type { MachineIdentity } from "./identity.js";
-import { finishLogin, loadOpaque, startLogin } from "./opaque.js";
+import { finishLogin, startLogin } from "./opaque.js";
+import { loadOpaque } from "../protocol/opaque.js";
 import {
   openPinnedConnection,
   refusalOf,
