@@ -79,7 +79,7 @@ export type {
   ReleaseProgress,
   ReleaseRetryOptions,
   ReleaseMinSpeed,
-} from "../release/download/index.js";
+} from "../transport/download/index.js";
 export type {
   DispatcherSourceOptions,
   MirrorSourceOptions,
@@ -87,7 +87,7 @@ export type {
   ReleaseFetchResponse,
   ReleaseResponseHeaders,
   ReleaseSource,
-} from "../release/sources.js";
+} from "../transport/sources.js";
 export type { ReleaseLimits } from "../release/verify.js";
 export type { ReleasePublicKeyInput } from "../release/keys.js";
 export type { ReleaseFile, ReleaseManifest } from "../release/manifest.js";

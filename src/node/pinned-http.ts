@@ -8,17 +8,17 @@
  * installer's bundle (undici was 520 kB of a 1 MB stage 1, minified), loaded only through a
  * CommonJS `require` of Node built-ins that an ES module bundle cannot do, and is replaced by
  * a runtime's own under Bun. The response reader is the release download's
- * (`src/release/http1/`): the same framing rules, held to llhttp's by a fuzz test.
+ * (`src/transport/http1/`): the same framing rules, held to llhttp's by a fuzz test.
  * @internal
  * @module
  */
 
 import type { TLSSocket } from "node:tls";
 import { JoinProtocolError, NetworkError, StratumError } from "../errors/index.js";
-import { Http1Error } from "../release/http1/error.js";
-import { TOKEN } from "../release/http1/fields.js";
-import { findHeadEnd, framingOf, MAX_HEAD_BYTES, parseHead, type Framing } from "../release/http1/head.js";
-import type { Http1Headers } from "../release/http1/types.js";
+import { Http1Error } from "../transport/http1/error.js";
+import { TOKEN } from "../transport/http1/fields.js";
+import { findHeadEnd, framingOf, MAX_HEAD_BYTES, parseHead, type Framing } from "../transport/http1/head.js";
+import type { Http1Headers } from "../transport/http1/types.js";
 
 /** Response headers: lower-case names, repeated headers as arrays. */
 export type IncomingHttpHeaders = Record<string, string | string[] | undefined>;

@@ -12,7 +12,7 @@ import {
   verifyReleaseDirectory,
   type ReleaseVerificationRule,
 } from "../../src/release/index.js";
-import { type DownloadedRelease, type DownloadReleaseOptions } from "../../src/release/download/index.js";
+import { type DownloadedRelease, type DownloadReleaseOptions } from "../../src/transport/download/index.js";
 import { type StratumApiError } from "../../src/errors/index.js";
 import { MANIFEST_CASES, caseKeys, type CaseKeys } from "./helpers/manifest-cases.js";
 import {

@@ -8,13 +8,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StratumApiError } from "../../src/errors/index.js";
 import { ReleaseArgumentError, verifyReleaseDirectory } from "../../src/release/index.js";
 import { ReleaseDownloadError } from "../../src/errors/release.js";
-import { dispatcherSource, mirrorSource, type ReleaseSource } from "../../src/release/sources.js";
-import { downloadReleaseFrom, type ReleaseProgress } from "../../src/release/download/index.js";
+import { dispatcherSource, mirrorSource, type ReleaseSource } from "../../src/transport/sources.js";
+import { downloadReleaseFrom, type ReleaseProgress } from "../../src/transport/download/index.js";
 import { startMirror, type Mirror } from "./helpers/mirror.js";
 import { startMirroredRelease, type MirroredRelease } from "./helpers/mirrored-release.js";
 import { makeTestPki, type TestPki } from "./helpers/pki.js";
 import type { Fixture } from "./helpers/release.js";
-import { RELEASE_TEST_HOOKS, type ReleaseTestHooks } from "../../src/release/download/index.js";
+import { RELEASE_TEST_HOOKS, type ReleaseTestHooks } from "../../src/transport/download/index.js";
 import { countOverlap, download, failure, listTree } from "./helpers/run.js";
 
 let pki: TestPki;

@@ -17,7 +17,7 @@ import type { WrittenDelivery } from "../../node/delivery.js";
 import { JOIN_STATES, isJoinState } from "../../core/join-states.js";
 import { collectInventory } from "../../node/inventory/index.js";
 import { registerMachine, type RegisterResult } from "../../node/joiner.js";
-import type { DownloadedRelease } from "../../release/download/index.js";
+import type { DownloadedRelease } from "../../transport/download/index.js";
 import type { Inventory, Registration } from "../../types.js";
 import {
   CliError,

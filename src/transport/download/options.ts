@@ -3,9 +3,9 @@
  * @module
  */
 import type { Upgrade } from "../../types.js";
-import type { ReleasePublicKeyInput } from "../keys.js";
-import type { ReleaseLimits } from "../manifest-rules.js";
-import type { ReleaseFile, ReleaseManifest } from "../manifest-types.js";
+import type { ReleasePublicKeyInput } from "../../release/keys.js";
+import type { ReleaseLimits } from "../../release/manifest-rules.js";
+import type { ReleaseFile, ReleaseManifest } from "../../release/manifest-types.js";
 import type { MirrorSourceOptions, ReleaseSource } from "../sources.js";
 import type { ReleaseProgress } from "./progress.js";
 import type { ReleaseMinSpeed } from "./speed.js";

@@ -10,7 +10,7 @@ import { unlink } from "node:fs/promises";
 import { abortReason } from "../../core/retry.js";
 import { NetworkError, ReleaseDownloadError, ReleaseVerificationError } from "../../errors/index.js";
 import { isDirectBody, type BodySink } from "../http1/index.js";
-import type { ReleaseFile } from "../manifest-types.js";
+import type { ReleaseFile } from "../../release/manifest-types.js";
 import type { ReleaseFetchResponse } from "../sources.js";
 import {
   checkIdentityEncoding,

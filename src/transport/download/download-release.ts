@@ -10,10 +10,10 @@ import { join, resolve } from "node:path";
 import { abortReason, throwIfAborted } from "../../core/retry.js";
 import { ReleaseArgumentError } from "../../errors/index.js";
 import { fsyncDir, writeFileDurably } from "../../fs/durable.js";
-import { RELEASE_MANIFEST_PATH, resolveLimits } from "../manifest-rules.js";
-import type { ReleaseFile } from "../manifest-types.js";
+import { RELEASE_MANIFEST_PATH, resolveLimits } from "../../release/manifest-rules.js";
+import type { ReleaseFile } from "../../release/manifest-types.js";
 import { mirrorSource, type ReleaseSource } from "../sources.js";
-import { checkTrustOptions, verifyReleaseManifest } from "../verify.js";
+import { checkTrustOptions, verifyReleaseManifest } from "../../release/verify.js";
 import { downloadFile } from "./file-download.js";
 import { fetchManifest } from "./manifest-fetch.js";
 import {
