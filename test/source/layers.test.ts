@@ -113,6 +113,10 @@ describe("the folder rules of src/", () => {
     expect(crossings(["release"], ["node", "server", "cli", "transport"])).toEqual([]);
   });
 
+  it("the joiner's release transport (src/transport) imports neither the joiner nor the founder", () => {
+    expect(crossings(["transport"], ["node", "server", "cli"])).toEqual([]);
+  });
+
   it("the browser entries never reach a Node built-in", () => {
     for (const entry of ["src/index.ts", "src/validate/index.ts", "src/testing/index.ts"]) {
       expect(builtinsReachedFrom(entry), entry).toEqual([]);
