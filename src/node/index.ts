@@ -27,7 +27,7 @@ export {
   type CodeCheckResult,
   type RegisterMachineOptions,
   type RegisterResult,
-} from "./joiner.js";
+} from "./join-calls.js";
 export { serializeJoinSession, parseJoinSession, type JoinSession } from "./join-session.js";
 export { CLOCK_TOLERANCE_SECONDS } from "../protocol/founder-time.js";
 export { openMachineDirectory, type MachineDirectory, type OpenMachineDirectoryOptions } from "./machine-dir.js";

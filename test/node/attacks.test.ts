@@ -11,7 +11,7 @@ import { bindingTranscript, clientBinding, deriveBindingKeys } from "../../src/c
 import { parseJoinUrl, StratumApiError, type JoinCode } from "../../src/index.js";
 import { JoinProtocolError } from "../../src/errors/join.js";
 import { createMachineIdentity, type MachineIdentity } from "../../src/node/identity.js";
-import { checkJoinCode, registerMachine } from "../../src/node/joiner.js";
+import { checkJoinCode, registerMachine } from "../../src/node/join-calls.js";
 import { finishLogin, startLogin } from "../../src/node/opaque.js";
 import { disableSessionTickets, tlsServerOptions } from "../../src/server/tls.js";
 import { openPinnedConnection, type PinnedConnection } from "../../src/node/pinned-connection.js";

@@ -82,7 +82,7 @@ describe("startup loads only what it uses", () => {
     const validate = await loads(["--input-type=module", "-e", 'await import("@stratum/join/validate")']);
     expect(heavyIn(validate.packages)).toEqual(["zod"]);
     const node = await loads(["--input-type=module", "-e", 'await import("@stratum/join/node")']);
-    expect(node.sources).toContain("src/node/joiner.ts");
+    expect(node.sources).toContain("src/node/join-calls.ts");
     expect(node.sources).toContain("src/protocol/pki.ts");
   });
 
@@ -122,7 +122,7 @@ describe("startup loads only what it uses", () => {
     const { packages, sources } = await loads(cli("code", "check", "4F7K-2Q9M-ABD"));
     expect(packages.size, `loaded: ${[...packages].join(", ")}`).toBe(0);
     expect(actionsIn(sources)).toEqual(["src/cli/actions/code.ts"]);
-    for (const lazy of ["src/node/joiner.ts", "src/transport/download/download-release.ts", "src/admin/index.ts"])
+    for (const lazy of ["src/node/join-calls.ts", "src/transport/download/download-release.ts", "src/admin/index.ts"])
       expect(sources).not.toContain(lazy);
   });
 });

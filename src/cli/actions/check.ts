@@ -8,9 +8,9 @@
  */
 
 import { clockIsOff } from "../../core/clock.js";
-import { checkJoinCode } from "../../node/joiner.js";
+import { checkJoinCode } from "../../node/join-calls.js";
 import { stringFlag, type CommandAction } from "../args.js";
-import { joinTargetOf } from "../joiner.js";
+import { joinTargetOf } from "../joiner-steps.js";
 import { clockLine, fingerprintLines, formatMoment } from "../output.js";
 import { busyLine } from "../watch.js";
 import { check } from "../commands/check.js";

@@ -17,7 +17,7 @@ import { reportProgress } from "../../node/registration.js";
 import type { ProgressReport, Registration } from "../../types.js";
 import { CliError, numberFlag, stringFlag, type CommandContext, type CommandAction } from "../args.js";
 import { openIdentityDir, readSession, readTextFile } from "../files.js";
-import { describeState } from "../joiner.js";
+import { describeState } from "../joiner-steps.js";
 import { progress } from "../commands/progress.js";
 
 type StepStatus = "running" | "done" | "failed";

@@ -16,7 +16,7 @@ import { StratumError } from "../../errors/index.js";
 import type { WrittenDelivery } from "../../node/delivery.js";
 import { JOIN_STATES, isJoinState } from "../../core/join-states.js";
 import { collectInventory } from "../../node/inventory/index.js";
-import { registerMachine, type RegisterResult } from "../../node/joiner.js";
+import { registerMachine, type RegisterResult } from "../../node/join-calls.js";
 import type { DownloadedRelease } from "../../transport/download/index.js";
 import type { Inventory, Registration } from "../../types.js";
 import {
@@ -30,7 +30,7 @@ import {
 } from "../args.js";
 import { IDENTITY_FILES, openIdentityDir, readJsonFile, readTextFile, saveSession } from "../files.js";
 import { readSecretsFlag, writeDeliveryOf } from "../delivery.js";
-import { downloadUpgrade, SAFE_RELEASE, joinTargetOf, trustedKeysOf } from "../joiner.js";
+import { downloadUpgrade, SAFE_RELEASE, joinTargetOf, trustedKeysOf } from "../joiner-steps.js";
 import { clockLine, fingerprintLines, pairingBanner } from "../output.js";
 import { busyLine, stateReporter, waitForState } from "../watch.js";
 import { register } from "../commands/register.js";

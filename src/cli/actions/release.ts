@@ -14,7 +14,7 @@ import { verifyReleaseDirectory } from "../../release/verify.js";
 import { CliError, listFlag, numberFlag, stringFlag, type CommandAction } from "../args.js";
 import { IDENTITY_FILES, openIdentityDir, readSession, readTextFile, writeFileAtomic } from "../files.js";
 import { getRegistration } from "../../node/registration.js";
-import { downloadUpgrade, SAFE_RELEASE, trustedKeysOf } from "../joiner.js";
+import { downloadUpgrade, SAFE_RELEASE, trustedKeysOf } from "../joiner-steps.js";
 import { formatBytes } from "../output.js";
 import { releaseKeygen, releaseSign, releaseVerify, releaseDownload } from "../commands/release.js";
 

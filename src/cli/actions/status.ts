@@ -13,7 +13,7 @@ import { CliError, stringFlag, type CommandAction } from "../args.js";
 import { readSecretsFlag, writeDeliveryOf } from "../delivery.js";
 import { openIdentityDir, readSession } from "../files.js";
 import { getRegistration } from "../../node/registration.js";
-import { describeState } from "../joiner.js";
+import { describeState } from "../joiner-steps.js";
 import { fingerprintLines } from "../output.js";
 import { status } from "../commands/status.js";
 

@@ -21,7 +21,7 @@
  * @internal
  * @module
  */
-import { Exchange } from "./exchange.js";
+import { Exchange } from "./request.js";
 import type { Http1GetOptions, Http1Response } from "./types.js";
 
 export { Http1Error } from "./error.js";

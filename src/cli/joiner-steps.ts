@@ -5,7 +5,7 @@
  */
 
 import type { MachineIdentity } from "../node/identity.js";
-import type { JoinTarget } from "../node/joiner.js";
+import type { JoinTarget } from "../node/join-calls.js";
 import type { JoinSession } from "../node/join-session.js";
 import { reportProgress } from "../node/registration.js";
 import { downloadRelease } from "../node/self-upgrade.js";

@@ -6,7 +6,7 @@
  * @module
  */
 import type { TLSSocket } from "node:tls";
-import { Delivery } from "./delivery.js";
+import { Delivery } from "./body-queue.js";
 import { Http1Error } from "./error.js";
 import { findHeadEnd, framingOf, MAX_HEAD_BYTES, parseHead, requestText, type Framing } from "./head.js";
 import { iterateBody, SCRATCH_BYTES } from "./iterate.js";
