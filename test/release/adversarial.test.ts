@@ -336,7 +336,7 @@ describe.each(Object.entries(CASES))("adversarial: %s", (_group, cases) => {
     mirror.log.length = 0;
     let outcome: DownloadedRelease | unknown;
     try {
-      outcome = await download(fx, mirror, dir, { concurrency: 1, ...c.options });
+      outcome = await download(fx, mirror, dir, { filesAtOnce: 1, ...c.options });
     } catch (error) {
       outcome = error;
     } finally {
