@@ -9,7 +9,7 @@
 
 import { clockIsOff } from "../../core/clock.js";
 import { checkJoinCode } from "../../node/join-calls.js";
-import { stringFlag, type CommandAction } from "../args.js";
+import { requiredFlag, type CommandAction } from "../args.js";
 import { joinTargetOf } from "../joiner-steps.js";
 import { clockLine, fingerprintLines, formatMoment } from "../output.js";
 import { busyLine } from "../watch.js";
@@ -18,7 +18,7 @@ import { check } from "../commands/check.js";
 /** Runs `check`. */
 export const runCheck: CommandAction = async (ctx, args) => {
   const target = joinTargetOf(args, check);
-  const release = stringFlag(args, "release", check, true);
+  const release = requiredFlag(args, "release", check);
   const result = await checkJoinCode({
     ...target,
     release,

@@ -23,12 +23,13 @@ import {
   CliError,
   listFlag,
   numberFlag,
+  requiredFlag,
   stringFlag,
   type CommandContext,
   type ParsedArgs,
   type CommandAction,
 } from "../args.js";
-import { IDENTITY_FILES, openIdentityDir, readJsonFile, readTextFile, saveSession } from "../files.js";
+import { MACHINE_DIR_FILES, openMachineDir, readJsonFile, readTextFile, saveSession } from "../files.js";
 import { readSecretsFlag, writeDeliveryOf } from "../delivery.js";
 import { downloadUpgrade, SAFE_RELEASE, joinTargetOf, trustedKeysOf } from "../joiner-steps.js";
 import { clockLine, fingerprintLines, pairingBanner } from "../output.js";
@@ -112,7 +113,7 @@ function registerDocument(o: {
           upgrade: {
             from: o.upgrade.from,
             to: upgraded.release,
-            dir: join(dir, IDENTITY_FILES.release, upgraded.release),
+            dir: join(dir, MACHINE_DIR_FILES.release, upgraded.release),
             files: upgraded.files.length,
             bytesFetched: upgraded.bytesFetched,
             signedBy: upgraded.signedBy,
@@ -129,8 +130,8 @@ function flagsOf(args: ParsedArgs) {
   const command = register;
   const usage = (message: string) => new CliError("USAGE", message, { command: "register" });
   const target = joinTargetOf(args, command);
-  const dir = stringFlag(args, "identity", command, true);
-  const release = stringFlag(args, "release", command, true);
+  const dir = requiredFlag(args, "identity", command);
+  const release = requiredFlag(args, "release", command);
   const selfUpgrade = args.values["self-upgrade"] === true;
   const wait = stringFlag(args, "wait", command);
   if (wait !== undefined && !isJoinState(wait)) throw usage(`--wait takes one of ${JOIN_STATES.join(", ")}`);
@@ -170,7 +171,7 @@ export const runRegister: CommandAction = async (ctx, args) => {
   const inventory = await inventoryOf(ctx, inventoryChoice);
   const secrets = await readSecretsFlag(args, command, dir);
 
-  const opened = await openIdentityDir(dir, { create: true, warn: (text) => ctx.out.warn(text) });
+  const opened = await openMachineDir(dir, { create: true, warn: (text) => ctx.out.warn(text) });
   const { identity } = opened;
   ctx.out.say(
     `${opened.created ? "created the machine identity in" : "using the machine identity in"} ${dir} (key ${identity.keyFingerprint.slice(0, 11)}…)`,
@@ -203,7 +204,7 @@ export const runRegister: CommandAction = async (ctx, args) => {
       throw new StratumError("RESPONSE_INVALID", "the cluster names a release that is not a safe directory name");
     upgraded = await downloadUpgrade(ctx, {
       upgrade,
-      destDir: join(dir, IDENTITY_FILES.release, upgrade.to),
+      destDir: join(dir, MACHINE_DIR_FILES.release, upgrade.to),
       trustedKeys,
       ...(threshold !== undefined ? { threshold } : {}),
       ...(mirrorCa !== undefined ? { mirrorCa } : {}),
