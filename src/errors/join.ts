@@ -83,6 +83,8 @@ export class IdentityError extends StratumError {
 
 /** The registration is over in a state the caller did not wait for (`rejected`, `expired`, or another final state). */
 export class RegistrationEndedError extends StratumError {
+  /** Always `REGISTRATION_ENDED`. */
+  declare readonly code: "REGISTRATION_ENDED";
   /** The registration's last view. */
   readonly registration: Registration;
 

@@ -15,7 +15,8 @@ import { generateReleaseKeyPair } from "../../src/release/keys.js";
 import { signReleaseDirectory } from "../../src/release/manifest.js";
 import { COMMANDS, EXIT_CODE_TABLE, exitCodeForCode, runCli } from "../../src/cli/run.js";
 import { COMMON_FLAGS } from "../../src/cli/args.js";
-import { demoInventory, startHarness, type Harness } from "../node/harness.js";
+import { demoInventory } from "../helpers/inventory.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 import { writeSecretsFile } from "../node/machine-secrets.js";
 import { startSwtpm, type Swtpm } from "../node/swtpm.js";
 import { insertJoinRow } from "../reference-server/helpers.js";
@@ -286,7 +287,7 @@ describe("release keygen, sign, verify", () => {
 });
 
 describe("against a reference server", () => {
-  let h: Harness;
+  let h: TestServer;
   let admin: string[];
   let url: string;
   let formatted: string;
@@ -306,7 +307,7 @@ describe("against a reference server", () => {
 
   let tpm: Swtpm;
   beforeAll(async () => {
-    [h, tpm] = await Promise.all([startHarness({ timing: { tickMs: 100 } }), startSwtpm()]);
+    [h, tpm] = await Promise.all([startTestServer({ timing: { tickMs: 100 } }), startSwtpm()]);
     admin = ["--api", h.server.adminUrl];
   });
   afterAll(async () => {
@@ -317,7 +318,7 @@ describe("against a reference server", () => {
       expect(all).not.toContain(formatted);
     }
     expect(all).not.toContain(h.server.adminToken);
-    await h?.close();
+    await h?.dispose();
   });
 
   it("admin mint prints the code once, marked secret, and never the token (token from STRATUM_TOKEN)", async () => {
@@ -669,7 +670,7 @@ describe("against a reference server", () => {
 });
 
 describe("self-upgrade against a reference server that serves its release", () => {
-  let h: Harness;
+  let h: TestServer;
   let releases: string;
   let pub: string;
   let url: string;
@@ -684,11 +685,11 @@ describe("self-upgrade against a reference server that serves its release", () =
     await signReleaseDirectory(dir, { release: "0.6.0", keys: [keys.privateKeyPem] });
     pub = join(releases, "release.pub");
     writeFileSync(pub, keys.publicKeyPem);
-    h = await startHarness({ releaseDir: releases, timing: { tickMs: 100 } });
+    h = await startTestServer({ releaseDir: releases, timing: { tickMs: 100 } });
     url = (await h.admin.mintJoinCode({ endpoint: h.server.joinEndpoint })).url;
   });
   afterAll(async () => {
-    await h?.close();
+    await h?.dispose();
     rmSync(releases, { recursive: true, force: true });
   });
 

@@ -17,19 +17,20 @@ import { disableSessionTickets, tlsServerOptions } from "../../src/server/tls.js
 import { openPinnedConnection, type PinnedConnection } from "../../src/node/pinned-connection.js";
 import { caFingerprint } from "../../src/protocol/pki.js";
 import { createClusterCa, issueListenerCertificate, issueNodeCertificate } from "../../src/server/ca.js";
-import { eventually, startHarness, type Harness } from "./harness.js";
+import { eventually } from "../helpers/eventually.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 
-let h: Harness;
+let h: TestServer;
 let url: string;
 let code: JoinCode;
 
 beforeAll(async () => {
-  h = await startHarness();
+  h = await startTestServer();
   const minted = await h.admin.mintJoinCode({ endpoint: h.server.joinEndpoint });
   url = minted.url;
   code = parseJoinUrl(url).code;
 });
-afterAll(async () => h?.close());
+afterAll(async () => h?.dispose());
 
 const joins = async () => (await h.admin.listNodeJoins()).items.length;
 
@@ -320,7 +321,7 @@ describe("attacks on the join exchange", () => {
   it("a session past its expiry is refused (409 JOIN_PAKE_RESTART)", async () => {
     // A founder of its own whose exchanges live 300 ms: the proof outlives its session on any
     // machine, fast or loaded, and the others' sessions keep their usual lifetime.
-    const short = await startHarness({ timing: { pakeSessionMs: 300 } });
+    const short = await startTestServer({ timing: { pakeSessionMs: 300 } });
     const identity = await createMachineIdentity();
     try {
       const minted = await short.admin.mintJoinCode({ endpoint: short.server.joinEndpoint });
@@ -345,7 +346,7 @@ describe("attacks on the join exchange", () => {
         await connection.close();
       }
     } finally {
-      await short.close();
+      await short.dispose();
     }
   });
 

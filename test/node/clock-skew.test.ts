@@ -153,8 +153,8 @@ describe("certificate dates the other way round", () => {
   });
 
   it("the founder pins a machine's key, never its certificate's dates: long expired or not yet valid, it registers", async () => {
-    const { startHarness } = await import("./harness.js");
-    const h = await startHarness();
+    const { startTestServer } = await import("../helpers/reference-server.js");
+    const h = await startTestServer();
     try {
       const { url } = await h.admin.mintJoinCode({ endpoint: h.server.joinEndpoint });
       for (const [notBefore, notAfter] of [
@@ -169,7 +169,7 @@ describe("certificate dates the other way round", () => {
         expect((await h.admin.getNodeJoin(result.session.joinId)).keyFingerprint).toBe(identity.keyFingerprint);
       }
     } finally {
-      await h.close();
+      await h.dispose();
     }
   });
 });

@@ -7,7 +7,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { ReferenceServer } from "../../examples/reference-server/server.js";
-import { TestJoiner, eventually, sameSelectorOtherCode } from "./helpers.js";
+import { TestJoiner, sameSelectorOtherCode } from "./helpers.js";
+import { eventually } from "../helpers/eventually.js";
 import { startMainProcess } from "./main-process.js";
 
 const dataDir = mkdtempSync(join(tmpdir(), "stratum-crash-"));

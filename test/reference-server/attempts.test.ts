@@ -7,17 +7,10 @@ import { afterEach, describe, expect, it } from "vitest";
 import { generateJoinCode, parseJoinCode } from "../../src/core/join-code.js";
 import { createMachineIdentity, registerMachine, type RegisterResult } from "../../src/node/index.js";
 import type { StratumApiError } from "../../src/errors/index.js";
-import {
-  TestJoiner,
-  admin,
-  eventually,
-  keepListenerOpen,
-  mint,
-  sameSelectorOtherCode,
-  sampleInventory,
-  startTestServer,
-  type TestServer,
-} from "./helpers.js";
+import { TestJoiner, admin, keepListenerOpen, mint, sameSelectorOtherCode } from "./helpers.js";
+import { eventually } from "../helpers/eventually.js";
+import { sampleInventory } from "../helpers/inventory.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 
 let t: TestServer | undefined;
 afterEach(async () => {
@@ -83,7 +76,7 @@ describe("a batch of machines with one code", () => {
     );
     // Every one of the 64 was told to wait at least once; then the ten send their KE3.
     // As long as the joiners' own connect deadline: 64 handshakes and KE1s in one process.
-    await eventually(() => refused.size === 64, 300_000, 100);
+    await eventually(() => refused.size === 64, 300_000, "every joiner told to wait");
     const first = await Promise.all(early.map((j, i) => j.sendProof("registrations", registrationBody(i), held[i]!)));
     expect(first.map((p) => p.response.status)).toEqual(Array(10).fill(201));
 

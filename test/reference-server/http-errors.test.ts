@@ -9,7 +9,8 @@ import { connect as connectTls } from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { specAjv } from "../spec/spec.js";
 import { spec } from "../spec/spec.js";
-import { TestJoiner, admin, expectSpec, insertJoinRow, mint, startTestServer, type TestServer } from "./helpers.js";
+import { TestJoiner, admin, expectSpec, insertJoinRow, mint } from "./helpers.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 
 const validateProblem = specAjv().getSchema("openapi#/components/schemas/Problem")!;
 

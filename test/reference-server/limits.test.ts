@@ -1,7 +1,8 @@
 // The join listener's limits: at most 16 registrations waiting, per-address limits with
 // Retry-After, and bodies that are not JSON, too large or of the wrong shape (400, never 500).
 import { afterEach, describe, expect, it } from "vitest";
-import { TestJoiner, insertJoinRow, mint, startTestServer, type TestServer } from "./helpers.js";
+import { TestJoiner, insertJoinRow, mint } from "./helpers.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 
 let t: TestServer | undefined;
 afterEach(async () => {

@@ -3,7 +3,7 @@
  * process of its own, configured by environment, on loopback ports the system picks.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { eventually } from "./helpers.js";
+import { eventually } from "../helpers/eventually.js";
 
 const root = new URL("../../", import.meta.url).pathname;
 
@@ -39,7 +39,7 @@ export async function startMainProcess(dataDir: string, env: Record<string, stri
         return /admin token .*\n/.test(out);
       },
       30_000,
-      50,
+      "the admin token line",
     );
   } catch (error) {
     child.kill("SIGKILL");

@@ -8,7 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dispatcherSource } from "../../src/transport/sources.js";
 import { downloadReleaseFrom } from "../../src/transport/download/index.js";
 import { generateReleaseKeyPair, signReleaseDirectory } from "../../src/release/index.js";
-import { TestJoiner, admin, eventually, mint, startTestServer, type TestServer } from "./helpers.js";
+import { TestJoiner, admin, mint } from "./helpers.js";
+import { eventually } from "../helpers/eventually.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 
 let releaseRoot: string;
 let keys: ReturnType<typeof generateReleaseKeyPair>;
@@ -150,7 +152,7 @@ describe("a joiner on an older release", () => {
     await eventually(
       async () => (await extra[3]!.call("getServedReleaseFile", "GET", `${base()}/sysext/stratum.raw`)).status === 200,
       10_000,
-      100,
+      "a slot freed",
     );
     await extra[3]!.close();
   });

@@ -22,7 +22,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { generateJoinCode, parseJoinCode } from "../../src/core/join-code.js";
 import { startLogin } from "../../src/node/opaque.js";
-import { TestJoiner, mint, startTestServer, type TestServer } from "./helpers.js";
+import { TestJoiner, mint } from "./helpers.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 
 /** Pairs of probes that do not count (JIT, caches, TLS). */
 const WARM_UP = 40;
