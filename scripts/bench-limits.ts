@@ -26,7 +26,7 @@ import { fileURLToPath } from "node:url";
 import { CROCKFORD_ALPHABET } from "../src/core/base32.js";
 import { parseJoinUrl } from "../src/core/join-url.js";
 import { createMachineIdentity, type MachineIdentity } from "../src/node/identity.js";
-import { checkJoinCode, registerMachine } from "../src/node/joiner.js";
+import { checkJoinCode, registerMachine } from "../src/node/join-calls.js";
 import { startLogin } from "../src/node/opaque.js";
 import { RawConnection } from "../test/reference-server/raw-ke1.js";
 

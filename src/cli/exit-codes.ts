@@ -149,7 +149,7 @@ export const EXIT_CODE_TABLE: readonly ExitCodeRow[] = [
     exit: 15,
     summary: "a local file or directory cannot be used",
     meaning:
-      "local state: the identity directory, session file, delivery directory, a secret's destination, the TPM or another file cannot be used",
+      "local state: the machine directory, session file, delivery directory, a secret's destination, the TPM or another file cannot be used",
     codes: [
       "IDENTITY_INVALID",
       "IDENTITY_MISMATCH",

@@ -22,7 +22,7 @@ import { watchRegistration } from "../node/registration.js";
 import type { JoinState, Registration } from "../types.js";
 import type { CommandContext } from "./args.js";
 import { writeDeliveryOf } from "./delivery.js";
-import { causeOf, describeState } from "./joiner.js";
+import { causeOf, describeState } from "./joiner-steps.js";
 
 // Between attempts while the listener is down: at least a second (so the countdown a person
 // sees is never "0 s" and a dead listener is not hammered), doubling to 15 s with full jitter.

@@ -7,7 +7,7 @@
 import { X509Certificate } from "node:crypto";
 import { formatEndpoint, parseEndpoint } from "../core/join-url.js";
 import { StratumError } from "../errors/index.js";
-import { caFingerprint, type ListenerPin } from "./pki.js";
+import { caFingerprint, type ListenerPin } from "../protocol/pki.js";
 
 /** A registration as the joiner remembers it: where, under which CA, which key, which join. */
 export interface JoinSession {

@@ -12,10 +12,10 @@ import { bindingTranscript, clientBinding, deriveBindingKeys, verifyBinding } fr
 import { throwIfAborted } from "../core/retry.js";
 import { JoinProtocolError } from "../errors/index.js";
 import { parseAnswer } from "./answers.js";
-import { measureClockOffset } from "./clock.js";
+import { measureClockOffset } from "../protocol/founder-time.js";
 import { finishLogin, startLogin } from "./opaque.js";
 import { refusalOf, responseHeader, type PinnedConnection, type PinnedResponse } from "./pinned-connection.js";
-import { caFingerprint, inspectListenerCertificate, type CheckedListener } from "./pki.js";
+import { caFingerprint, inspectListenerCertificate, type CheckedListener } from "../protocol/pki.js";
 import type { Target } from "./proof.js";
 import { unprovenRefusal } from "./unproven.js";
 

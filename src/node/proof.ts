@@ -27,10 +27,10 @@ import { isBusyRefusal, retryDelay, sleep, throwIfAborted } from "../core/retry.
 import { JoinProtocolError, NetworkError, StratumApiError, StratumError, TimeoutError } from "../errors/index.js";
 import { loadAnswerSchemas } from "./answers.js";
 import type { MachineIdentity } from "./identity.js";
-import { loadOpaque } from "./opaque.js";
+import { loadOpaque } from "../protocol/opaque.js";
 import { openPinnedConnection, type PinnedConnection, type PinnedResponse } from "./pinned-connection.js";
 import { DEFAULT_CONNECT_TIMEOUT_MS } from "./pinned-socket.js";
-import { CLOCK_TOLERANCE_SECONDS, founderNow } from "./clock.js";
+import { CLOCK_TOLERANCE_SECONDS, founderNow } from "../protocol/founder-time.js";
 import { proveCode, sendProof, type Proof } from "./pake-exchange.js";
 
 export type { Proof } from "./pake-exchange.js";

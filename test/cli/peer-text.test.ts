@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateJoinCode } from "../../src/core/join-code.js";
 import { createMachineIdentity } from "../../src/node/identity.js";
-import { registerMachine } from "../../src/node/joiner.js";
+import { registerMachine } from "../../src/node/join-calls.js";
 import { disableSessionTickets, tlsServerOptions } from "../../src/server/tls.js";
 import { startTestServer, type TestServer } from "../helpers/reference-server.js";
 import { bound, problem, startFakeListener, type FakeListener } from "../node/fake-listener.js";

@@ -8,10 +8,10 @@ import { bindingTranscript, clientBinding, deriveBindingKeys } from "../../src/c
 import { parseJoinUrl, StratumApiError, type JoinCode } from "../../src/index.js";
 import { JoinProtocolError } from "../../src/errors/join.js";
 import { createMachineIdentity, type MachineIdentity } from "../../src/node/identity.js";
-import { checkJoinCode, registerMachine } from "../../src/node/joiner.js";
+import { checkJoinCode, registerMachine } from "../../src/node/join-calls.js";
 import { finishLogin, startLogin } from "../../src/node/opaque.js";
 import { openPinnedConnection, type PinnedConnection } from "../../src/node/pinned-connection.js";
-import { caFingerprint } from "../../src/node/pki.js";
+import { caFingerprint } from "../../src/protocol/pki.js";
 import { createClusterCa, issueListenerCertificate, issueNodeCertificate } from "../../src/server/ca.js";
 import { eventually } from "../helpers/eventually.js";
 import { type TestServer, startTestServer } from "../helpers/reference-server.js";

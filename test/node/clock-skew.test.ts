@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { JoinProtocolError } from "../../src/errors/join.js";
 import { createMachineIdentity, loadMachineIdentity } from "../../src/node/identity.js";
 import { parseJoinSession, serializeJoinSession } from "../../src/node/join-session.js";
-import { checkJoinCode, registerMachine } from "../../src/node/joiner.js";
+import { checkJoinCode, registerMachine } from "../../src/node/join-calls.js";
 import { getRegistration } from "../../src/node/registration.js";
 import { createClusterCa, issueListenerCertificate } from "../../src/server/index.js";
 import { startFakeListener, type FakeListener } from "./fake-listener.js";

@@ -13,7 +13,7 @@ import {
 } from "../../src/errors/index.js";
 import { JoinProtocolError } from "../../src/errors/join.js";
 import { createMachineIdentity, type MachineIdentity } from "../../src/node/identity.js";
-import { checkJoinCode, registerMachine } from "../../src/node/joiner.js";
+import { checkJoinCode, registerMachine } from "../../src/node/join-calls.js";
 import {
   getRegistration,
   reportProgress,

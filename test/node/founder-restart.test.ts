@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { createMachineIdentity } from "../../src/node/identity.js";
-import { registerMachine } from "../../src/node/joiner.js";
+import { registerMachine } from "../../src/node/join-calls.js";
 import { startMainProcess, type MainProcess } from "../reference-server/main-process.js";
 import { eventually } from "../helpers/eventually.js";
 

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createMachineIdentity } from "../../src/node/identity.js";
 import { parseJoinSession, serializeJoinSession } from "../../src/node/join-session.js";
-import { registerMachine } from "../../src/node/joiner.js";
+import { registerMachine } from "../../src/node/join-calls.js";
 import { getRegistration } from "../../src/node/registration.js";
 import {
   createClusterCa,

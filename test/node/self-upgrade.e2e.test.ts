@@ -16,7 +16,7 @@ import {
   ReleaseDownloadError,
 } from "../../src/node/index.js";
 import { generateReleaseKeyPair } from "../../src/release/keys.js";
-import { caFingerprint } from "../../src/node/pki.js";
+import { caFingerprint } from "../../src/protocol/pki.js";
 import { createClusterCa } from "../../src/server/ca.js";
 import { startMirror, type Mirror } from "../release/helpers/mirror.js";
 import { makeRelease, removeDir, tempDir, type Fixture } from "../release/helpers/release.js";

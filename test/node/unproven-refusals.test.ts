@@ -9,7 +9,7 @@ import { exitCodeFor } from "../../src/cli/exit-codes.js";
 import { generateJoinCode } from "../../src/core/join-code.js";
 import { StratumApiError, UnprovenRefusalError } from "../../src/node/index.js";
 import { createMachineIdentity } from "../../src/node/identity.js";
-import { checkJoinCode, registerMachine } from "../../src/node/joiner.js";
+import { checkJoinCode, registerMachine } from "../../src/node/join-calls.js";
 import { disableSessionTickets, tlsServerOptions } from "../../src/server/tls.js";
 import { bound, problem, startFakeListener, type Answer, type FakeListener } from "./fake-listener.js";
 

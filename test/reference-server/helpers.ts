@@ -19,7 +19,7 @@ import { createMachineIdentity, type MachineIdentity } from "../../src/node/iden
 import { finishLogin, startLogin } from "../../src/node/opaque.js";
 import { openPinnedConnection, type PinnedConnection, type PinnedResponse } from "../../src/node/pinned-connection.js";
 import { connectPinnedSocket } from "../../src/node/pinned-socket.js";
-import { caFingerprint, verifyListenerCertificate } from "../../src/node/pki.js";
+import { caFingerprint, verifyListenerCertificate } from "../../src/protocol/pki.js";
 import { newJoinRow, type JoinRow } from "../../examples/reference-server/rows.js";
 import type { Inventory } from "../../src/types.js";
 import type { ReferenceServer } from "../../examples/reference-server/server.js";

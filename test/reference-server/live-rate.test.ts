@@ -4,7 +4,7 @@
 // batch of machines joins while a sweep runs, and the operator sees who made the attempts.
 import { afterEach, describe, expect, it } from "vitest";
 import { createMachineIdentity } from "../../src/node/identity.js";
-import { registerMachine } from "../../src/node/joiner.js";
+import { registerMachine } from "../../src/node/join-calls.js";
 import { runCli } from "../../src/cli/run.js";
 import { TestJoiner, admin, mint, sameSelectorOtherCode } from "./helpers.js";
 import { eventually } from "../helpers/eventually.js";

@@ -5,8 +5,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, truncateSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { dispatcherSource } from "../../src/release/sources.js";
-import { downloadReleaseFrom } from "../../src/release/download/index.js";
+import { dispatcherSource } from "../../src/transport/sources.js";
+import { downloadReleaseFrom } from "../../src/transport/download/index.js";
 import { generateReleaseKeyPair, signReleaseDirectory } from "../../src/release/index.js";
 import { connect as connectTls } from "node:tls";
 import { TestJoiner, admin, mint } from "./helpers.js";

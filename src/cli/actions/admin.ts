@@ -18,6 +18,7 @@ import {
   CliError,
   listFlag,
   numberFlag,
+  requiredFlag,
   stringFlag,
   type ParsedArgs,
   type CommandAction,
@@ -44,7 +45,7 @@ import {
 const CALL_TIMEOUT_MS = 30_000;
 
 async function clientOf(args: ParsedArgs, command: CommandSpec): Promise<AdminClient> {
-  const baseUrl = stringFlag(args, "api", command, true);
+  const baseUrl = requiredFlag(args, "api", command);
   const tokenFile = stringFlag(args, "token-file", command);
   // An explicit --token-file wins over a STRATUM_TOKEN inherited from the environment.
   const token =
@@ -253,7 +254,7 @@ export const runAdminApprove: CommandAction = async (ctx, args) => {
 /** Runs `admin reject`. */
 export const runAdminReject: CommandAction = async (ctx, args) => {
   const client = await clientOf(args, adminReject);
-  const reason = stringFlag(args, "reason", adminReject, true);
+  const reason = requiredFlag(args, "reason", adminReject);
   const join = await client.rejectNodeJoin(args.positionals[0]!, { reason }, { signal: ctx.signal });
   ctx.out.result(join, [ctx.out.style.green("rejected"), ...joinLines(join, ctx.out.style)]);
 };
@@ -261,7 +262,7 @@ export const runAdminReject: CommandAction = async (ctx, args) => {
 /** Runs `admin fail`. */
 export const runAdminFail: CommandAction = async (ctx, args) => {
   const client = await clientOf(args, adminFail);
-  const reason = stringFlag(args, "reason", adminFail, true);
+  const reason = requiredFlag(args, "reason", adminFail);
   const join = await client.failNodeJoin(args.positionals[0]!, { reason }, { signal: ctx.signal });
   ctx.out.result(join, [ctx.out.style.green("failed"), ...joinLines(join, ctx.out.style)]);
 };

@@ -8,9 +8,9 @@
  */
 
 import { clockIsOff } from "../../core/clock.js";
-import { checkJoinCode } from "../../node/joiner.js";
-import { stringFlag, type CommandAction } from "../args.js";
-import { joinTargetOf, retryNotice } from "../joiner.js";
+import { checkJoinCode } from "../../node/join-calls.js";
+import { requiredFlag, type CommandAction } from "../args.js";
+import { joinTargetOf, retryNotice } from "../joiner-steps.js";
 import { clockLine, fingerprintLines, formatMoment } from "../output.js";
 import { check } from "../commands/check.js";
 import { printableView } from "../style.js";
@@ -18,7 +18,7 @@ import { printableView } from "../style.js";
 /** Runs `check`. */
 export const runCheck: CommandAction = async (ctx, args) => {
   const target = joinTargetOf(args, check);
-  const release = stringFlag(args, "release", check, true);
+  const release = requiredFlag(args, "release", check);
   const result = await checkJoinCode({
     ...target,
     release,

@@ -16,21 +16,22 @@ import { StratumError } from "../../errors/index.js";
 import type { WrittenDelivery } from "../../node/delivery.js";
 import { JOIN_STATES, isJoinState } from "../../core/join-states.js";
 import { collectInventory } from "../../node/inventory/index.js";
-import { registerMachine, type RegisterResult } from "../../node/joiner.js";
-import type { DownloadedRelease } from "../../release/download/index.js";
+import { registerMachine, type RegisterResult } from "../../node/join-calls.js";
+import type { DownloadedRelease } from "../../transport/download/index.js";
 import type { Inventory, Registration } from "../../types.js";
 import {
   CliError,
   listFlag,
   numberFlag,
+  requiredFlag,
   stringFlag,
   type CommandContext,
   type ParsedArgs,
   type CommandAction,
 } from "../args.js";
-import { IDENTITY_FILES, openIdentityDir, readJsonFile, readTextFile, saveSession } from "../files.js";
+import { MACHINE_DIR_FILES, openMachineDir, readJsonFile, readTextFile, saveSession } from "../files.js";
 import { readSecretsFlag, writeDeliveryOf } from "../delivery.js";
-import { downloadUpgrade, retryNotice, SAFE_RELEASE, joinTargetOf, trustedKeysOf } from "../joiner.js";
+import { downloadUpgrade, retryNotice, SAFE_RELEASE, joinTargetOf, trustedKeysOf } from "../joiner-steps.js";
 import { clockLine, fingerprintLines, pairingBanner } from "../output.js";
 import { stateReporter, waitForState } from "../watch.js";
 import { register } from "../commands/register.js";
@@ -113,7 +114,7 @@ function registerDocument(o: {
           upgrade: {
             from: o.upgrade.from,
             to: upgraded.release,
-            dir: join(dir, IDENTITY_FILES.release, upgraded.release),
+            dir: join(dir, MACHINE_DIR_FILES.release, upgraded.release),
             files: upgraded.files.length,
             bytesFetched: upgraded.bytesFetched,
             signedBy: upgraded.signedBy,
@@ -130,8 +131,8 @@ function flagsOf(args: ParsedArgs) {
   const command = register;
   const usage = (message: string) => new CliError("USAGE", message, { command: "register" });
   const target = joinTargetOf(args, command);
-  const dir = stringFlag(args, "identity", command, true);
-  const release = stringFlag(args, "release", command, true);
+  const dir = requiredFlag(args, "identity", command);
+  const release = requiredFlag(args, "release", command);
   const selfUpgrade = args.values["self-upgrade"] === true;
   const wait = stringFlag(args, "wait", command);
   if (wait !== undefined && !isJoinState(wait)) throw usage(`--wait takes one of ${JOIN_STATES.join(", ")}`);
@@ -171,7 +172,7 @@ export const runRegister: CommandAction = async (ctx, args) => {
   const inventory = await inventoryOf(ctx, inventoryChoice);
   const secrets = await readSecretsFlag(args, command, dir);
 
-  const opened = await openIdentityDir(dir, { create: true, warn: (text) => ctx.out.warn(text) });
+  const opened = await openMachineDir(dir, { create: true, warn: (text) => ctx.out.warn(text) });
   const { identity } = opened;
   ctx.out.say(
     `${opened.created ? "created the machine identity in" : "using the machine identity in"} ${dir} (key ${identity.keyFingerprint.slice(0, 11)}…)`,
@@ -202,7 +203,7 @@ export const runRegister: CommandAction = async (ctx, args) => {
       throw new StratumError("RESPONSE_INVALID", "the cluster names a release that is not a safe directory name");
     upgraded = await downloadUpgrade(ctx, {
       upgrade,
-      destDir: join(dir, IDENTITY_FILES.release, upgrade.to),
+      destDir: join(dir, MACHINE_DIR_FILES.release, upgrade.to),
       trustedKeys,
       ...(threshold !== undefined ? { threshold } : {}),
       ...(mirrorCa !== undefined ? { mirrorCa } : {}),

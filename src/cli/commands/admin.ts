@@ -17,7 +17,8 @@ const API_FLAGS: Readonly<Record<string, FlagSpec>> = {
     type: "string",
     value: "URL",
     env: "STRATUM_API",
-    description: "the admin API's base URL, e.g. https://192.0.2.240 (required)",
+    description: "the admin API's base URL, e.g. https://192.0.2.240",
+    required: true,
   },
   token: {
     type: "string",
@@ -240,7 +241,12 @@ export const adminReject: CommandSpec = {
   positionals: [{ name: "JOIN_ID", description: "the join (nj-…)" }],
   flags: {
     ...API_FLAGS,
-    reason: { type: "string", value: "TEXT", description: "why, shown on the console and to the joiner (required)" },
+    reason: {
+      type: "string",
+      value: "TEXT",
+      description: "why, shown on the console and to the joiner",
+      required: true,
+    },
   },
   examples: [
     {
@@ -278,7 +284,12 @@ export const adminFail: CommandSpec = {
   positionals: [{ name: "JOIN_ID", description: "the join (nj-…)" }],
   flags: {
     ...API_FLAGS,
-    reason: { type: "string", value: "TEXT", description: "why, shown on the console and to the joiner (required)" },
+    reason: {
+      type: "string",
+      value: "TEXT",
+      description: "why, shown on the console and to the joiner",
+      required: true,
+    },
   },
   examples: [
     {

@@ -5,7 +5,7 @@
  * @module
  */
 import { NetworkError, ReleaseVerificationError } from "../../errors/index.js";
-import { RELEASE_MANIFEST_PATH } from "../manifest-rules.js";
+import { RELEASE_MANIFEST_PATH } from "../../release/manifest-rules.js";
 import type { ReleaseFetchResponse } from "../sources.js";
 import { checkIdentityEncoding, contentLength, retryOrRefuse } from "./answer.js";
 import { Attempts } from "./attempts.js";

@@ -51,7 +51,7 @@ export class ChunkedDecoder {
 
   /**
    * Decodes `bytes`, handing chunk data to `onData` in order; stops early when `onData`
-   * returns false (the exchange has ended) and ignores what follows the end of the body.
+   * returns false (the response has ended) and ignores what follows the end of the body.
    * Returns how many of `bytes` it read: on a connection kept alive, the rest after the end of
    * the body is not this response's. Throws {@link Http1Error} at malformed framing.
    */

@@ -4,7 +4,7 @@
  * (the key fingerprint hashes those bytes, never a re-encoding) and the subjectAltName entries
  * (Node gives them only as display text, with its own quoting). Read straight from the DER, so
  * the joiner needs no X.509 library at all: issuing certificates, which does, is
- * `src/node/x509.ts`.
+ * `src/protocol/x509.ts`.
  *
  * Only certificates that OpenSSL has already parsed (a `node:crypto` `X509Certificate` was made
  * from the same bytes) reach this reader, so it walks well-formed DER; still, every length is

@@ -1,5 +1,5 @@
 /**
- * One file's exchanges with the source: ask for the bytes not yet in hand (a Range and an
+ * One file's requests to the source: ask for the bytes not yet in hand (a Range and an
  * If-Range when some are), hold the answer to the range rules, read its body into the
  * writer, and judge the whole by its hash.
  * @internal
@@ -10,7 +10,7 @@ import { unlink } from "node:fs/promises";
 import { abortReason } from "../../core/retry.js";
 import { NetworkError, ReleaseDownloadError, ReleaseVerificationError } from "../../errors/index.js";
 import { isDirectBody, type BodySink } from "../http1/index.js";
-import type { ReleaseFile } from "../manifest-types.js";
+import type { ReleaseFile } from "../../release/manifest-types.js";
 import type { ReleaseFetchResponse } from "../sources.js";
 import {
   checkIdentityEncoding,
@@ -69,7 +69,7 @@ export class FileTransfer {
     for (;;) {
       while (this.offset < this.file.size) {
         if (this.parallelReady()) await this.parallel(attempts);
-        else await this.exchange(attempts);
+        else await this.requestOnce(attempts);
       }
       await flushOrThrow(this.writer, this.file.path);
       if ((await this.writer.digest()) === this.file.sha256) return this.fetched;
@@ -168,7 +168,7 @@ export class FileTransfer {
   }
 
   /** One request and its answer; returns when the next request may go (a failure counted, or bytes in hand). */
-  private async exchange(attempts: Attempts): Promise<void> {
+  private async requestOnce(attempts: Attempts): Promise<void> {
     const { connections, segmentBytes } = this.session.parallel;
     // the first answer of a large file covers one segment: if it carries a strong ETag, the rest
     // can go on several connections (a source that ignores the range sends the whole file)

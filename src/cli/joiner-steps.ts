@@ -5,11 +5,11 @@
  */
 
 import type { MachineIdentity } from "../node/identity.js";
-import type { JoinTarget } from "../node/joiner.js";
+import type { JoinTarget } from "../node/join-calls.js";
 import type { JoinSession } from "../node/join-session.js";
 import { reportProgress } from "../node/registration.js";
 import { downloadRelease } from "../node/self-upgrade.js";
-import type { DownloadedRelease, DownloadReleaseOptions, ReleaseProgress } from "../release/download/index.js";
+import type { DownloadedRelease, DownloadReleaseOptions, ReleaseProgress } from "../transport/download/index.js";
 import { StratumApiError, StratumError } from "../errors/index.js";
 import type { Registration } from "../types.js";
 import { CliError, listFlag, stringFlag, type CommandContext, type CommandSpec, type ParsedArgs } from "./args.js";

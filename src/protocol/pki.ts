@@ -16,7 +16,7 @@ import type * as X509 from "@peculiar/x509";
 import { StratumError } from "../errors/index.js";
 import { JoinProtocolError, type ListenerCertificateCheck } from "../errors/index.js";
 import { subjectAltNames, subjectPublicKeyInfo, type AltName } from "./certificate-fields.js";
-import { CLOCK_TOLERANCE_SECONDS, founderNow } from "./clock.js";
+import { CLOCK_TOLERANCE_SECONDS, founderNow } from "./founder-time.js";
 
 /** The URI SAN that marks a leaf as the join listener's. Node transport leaves never carry it. */
 export const LISTENER_ROLE_URI = "urn:stratum:join-listener";

@@ -16,12 +16,12 @@
  * downloader treats as a broken connection.
  *
  * Layout: `head.ts` (request and response heads, framing), `fields.ts` (header field lines),
- * `chunked.ts` (the chunked coding), `exchange.ts` (the socket's side), `delivery.ts` (the
+ * `chunked.ts` (the chunked coding), `request.ts` (the socket's side), `body-queue.ts` (the
  * consumer's side), `iterate.ts` (a body as an async iterable).
  * @internal
  * @module
  */
-import { Exchange } from "./exchange.js";
+import { Http1Request } from "./request.js";
 import type { Http1GetOptions, Http1Response } from "./types.js";
 
 export { Http1Error } from "./error.js";
@@ -41,5 +41,5 @@ export {
  * connection refused or broken, a malformed head, a timeout) or with the abort reason.
  */
 export function http1Get(options: Http1GetOptions): Promise<Http1Response> {
-  return new Exchange(options).start();
+  return new Http1Request(options).start();
 }

@@ -10,10 +10,10 @@ import { join, resolve } from "node:path";
 import { abortReason, throwIfAborted } from "../../core/retry.js";
 import { ReleaseArgumentError } from "../../errors/index.js";
 import { fsyncDir, writeFileDurably } from "../../fs/durable.js";
-import { RELEASE_MANIFEST_PATH, resolveLimits } from "../manifest-rules.js";
-import type { ReleaseFile } from "../manifest-types.js";
+import { RELEASE_MANIFEST_PATH, resolveLimits } from "../../release/manifest-rules.js";
+import type { ReleaseFile } from "../../release/manifest-types.js";
 import { mirrorSource, type ReleaseSource } from "../sources.js";
-import { checkTrustOptions, verifyReleaseManifest } from "../verify.js";
+import { checkTrustOptions, verifyReleaseManifest } from "../../release/verify.js";
 import { downloadFile } from "./file-download.js";
 import { fetchManifest } from "./manifest-fetch.js";
 import {
@@ -100,11 +100,14 @@ export async function downloadReleaseFrom(options: DownloadReleaseOptions): Prom
   }
 }
 
-/** The options that can never work, refused before any request; returns the concurrency. */
+/** The options that can never work, refused before any request; returns how many files go at once. */
 function checkOptions(options: DownloadReleaseOptions): number {
-  const concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
+  const { filesAtOnce: given, concurrency: formerName } = options;
+  if (given !== undefined && formerName !== undefined && given !== formerName)
+    throw new ReleaseArgumentError("filesAtOnce and its former name concurrency differ: give filesAtOnce only");
+  const concurrency = given ?? formerName ?? DEFAULT_CONCURRENCY;
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > MAX_CONCURRENCY)
-    throw new ReleaseArgumentError(`concurrency is a whole number from 1 to ${MAX_CONCURRENCY}`);
+    throw new ReleaseArgumentError(`filesAtOnce is a whole number from 1 to ${MAX_CONCURRENCY}`);
   const connections = options.connections;
   if (connections !== undefined && (!Number.isInteger(connections) || connections < 1 || connections > MAX_CONNECTIONS))
     throw new ReleaseArgumentError(`connections is a whole number from 1 to ${MAX_CONNECTIONS}`);

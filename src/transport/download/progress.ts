@@ -4,7 +4,7 @@
  * @internal
  * @module
  */
-import type { ReleaseFile } from "../manifest-types.js";
+import type { ReleaseFile } from "../../release/manifest-types.js";
 
 /** A progress report; one is sent at most every 100 ms, and whenever a file is verified. */
 export interface ReleaseProgress {

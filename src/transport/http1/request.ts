@@ -1,12 +1,12 @@
 /**
- * One exchange, the socket's side: the connection opened with Node's `onread`, each read
+ * One GET and its response, the socket's side: the connection opened with Node's `onread`, each read
  * either straight into the consumer's buffer or into a scratch buffer that is parsed (head,
  * chunk framing, body), the timers, and the endings.
  * @internal
  * @module
  */
 import type { TLSSocket } from "node:tls";
-import { Delivery } from "./delivery.js";
+import { BodyQueue } from "./body-queue.js";
 import { Http1Error } from "./error.js";
 import { findHeadEnd, framingOf, MAX_HEAD_BYTES, parseHead, requestText, type Framing } from "./head.js";
 import { iterateBody, SCRATCH_BYTES } from "./iterate.js";
@@ -18,7 +18,7 @@ const DEFAULT_TIMEOUT_MS = 60_000;
 const EMPTY = new Uint8Array(0);
 
 /** Sends one GET and reads its response; see `http1Get`. */
-export class Exchange {
+export class Http1Request {
   private socket: TLSSocket | undefined;
   private readonly scratch = Buffer.allocUnsafe(SCRATCH_BYTES);
   /** The sink's buffer handed to the socket for the next read, when reading straight into it. */
@@ -31,7 +31,7 @@ export class Exchange {
   /** The trailer section's deadline is armed: reads do not refresh it. */
   private trailerDeadline = false;
   private failure: { error: unknown } | undefined;
-  private readonly delivery = new Delivery({
+  private readonly bodyQueue = new BodyQueue({
     over: () => this.phase === "done",
     bodyReceived: () => this.bodyReceived(),
     pause: () => this.socket?.pause(),
@@ -46,7 +46,7 @@ export class Exchange {
   private rejectHead: ((error: unknown) => void) | undefined;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private readonly onAbort = (): void => this.fail(this.options.signal!.reason);
-  /** Aborted when the exchange ends early, so a connection attempt still running stops. */
+  /** Aborted when the request ends early, so a connection attempt still running stops. */
   private readonly connecting = new AbortController();
 
   constructor(private readonly options: Http1GetOptions) {}
@@ -93,8 +93,8 @@ export class Exchange {
   /** Called by Node before every read: the sink's own buffer when the bytes can go there as they are. */
   private nextBuffer(): Uint8Array {
     this.direct = undefined;
-    if (this.phase === "body" && this.delivery.open && this.framing.kind !== "chunked") {
-      let space = this.delivery.space();
+    if (this.phase === "body" && this.bodyQueue.open && this.framing.kind !== "chunked") {
+      let space = this.bodyQueue.space();
       // never let the connection write past the body into the consumer's buffer
       if (this.framing.kind === "length" && space.length > this.framing.remaining)
         space = space.subarray(0, this.framing.remaining);
@@ -112,13 +112,13 @@ export class Exchange {
     if (buffer === this.direct) {
       this.direct = undefined;
       if (this.framing.kind === "length") this.framing.remaining -= n;
-      this.delivery.deliver(n);
-      this.delivery.checkEnd();
+      this.bodyQueue.deliver(n);
+      this.bodyQueue.checkEnd();
     } else {
       this.consume(buffer.subarray(0, n));
     }
     // false pauses the socket while the consumer is busy
-    return !this.delivery.busy;
+    return !this.bodyQueue.busy;
   }
 
   private onEnd(): void {
@@ -126,7 +126,7 @@ export class Exchange {
     if (this.phase === "body" && (this.framing.kind === "close" || this.bodyReceived())) {
       // complete (or delimited by this close); what is still queued goes to the consumer first
       this.ended = true;
-      this.delivery.checkEnd();
+      this.bodyQueue.checkEnd();
       return;
     }
     const where = this.phase === "head" ? "before a response head" : "inside the response body";
@@ -140,7 +140,7 @@ export class Exchange {
       if (this.phase === "head") rest = this.consumeHead(rest);
       else rest = this.consumeBody(rest);
     }
-    this.delivery.checkEnd();
+    this.bodyQueue.checkEnd();
   }
 
   /** Head bytes; returns what follows the head (the start of the body), once it is complete. */
@@ -187,23 +187,23 @@ export class Exchange {
   private consumeBody(bytes: Uint8Array): Uint8Array {
     const framing = this.framing;
     if (framing.kind === "close") {
-      this.delivery.queue(bytes);
+      this.bodyQueue.queue(bytes);
     } else if (framing.kind === "length") {
       const take = Math.min(framing.remaining, bytes.length);
-      if (take > 0) this.delivery.queue(bytes.subarray(0, take));
+      if (take > 0) this.bodyQueue.queue(bytes.subarray(0, take));
       // bytes past the declared length: the server broke the framing; the body is complete
       framing.remaining -= take;
     } else {
       try {
         framing.decoder.decode(bytes, (data) => {
-          this.delivery.queue(data);
+          this.bodyQueue.queue(data);
           return this.phase === "body";
         });
       } catch (error) {
         this.fail(error);
       }
       if (framing.decoder.complete) this.ended = true;
-      else if (framing.decoder.inTrailers && !this.trailerDeadline && this.delivery.listening) {
+      else if (framing.decoder.inTrailers && !this.trailerDeadline && this.bodyQueue.listening) {
         // one deadline for the whole trailer section, from its start: a read no longer buys time
         this.trailerDeadline = true;
         this.arm(this.options.bodyTimeout ?? DEFAULT_TIMEOUT_MS, "no end of the trailer section");
@@ -222,7 +222,7 @@ export class Exchange {
 
   private bodyObject(): DirectBody {
     const body: DirectBody = {
-      readInto: (sink) => this.delivery.attach(sink, this.failure),
+      readInto: (sink) => this.bodyQueue.attach(sink, this.failure),
       destroy: () => this.fail(new Http1Error("HTTP1_CLOSED", "the body was given up")),
       [Symbol.asyncIterator]: () => iterateBody(body),
     };
@@ -231,7 +231,7 @@ export class Exchange {
 
   // -- endings ----------------------------------------------------------------------------
 
-  /** Ends the exchange with `error` (or the abort reason), closing the connection. */
+  /** Ends the request with `error` (or the abort reason), closing the connection. */
   private fail(error: unknown): void {
     if (this.phase === "done") return;
     this.phase = "done";
@@ -240,20 +240,20 @@ export class Exchange {
     const reject = this.rejectHead;
     this.resolveHead = this.rejectHead = undefined;
     if (reject) reject(error);
-    else this.delivery.settle(this.failure);
+    else this.bodyQueue.settle(this.failure);
   }
 
-  /** Ends the exchange: the body is complete and every byte of it delivered. */
+  /** Ends the request: the body is complete and every byte of it delivered. */
   private finish(): void {
     this.phase = "done";
     this.cleanup();
-    this.delivery.settle();
+    this.bodyQueue.settle();
   }
 
   private cleanup(): void {
     this.clearTimer();
     if (this.socket === undefined)
-      this.connecting.abort(this.failure?.error ?? new Http1Error("HTTP1_CLOSED", "the exchange ended"));
+      this.connecting.abort(this.failure?.error ?? new Http1Error("HTTP1_CLOSED", "the request ended"));
     this.options.signal?.removeEventListener("abort", this.onAbort);
     this.direct = undefined;
     // a destroyed socket still emits "error" for a late reset: nobody is listening any more
@@ -269,7 +269,7 @@ export class Exchange {
 
   private armBody(): void {
     // a silence of the connection counts only while a reader is there and not busy
-    if (this.phase !== "body" || !this.delivery.listening) return;
+    if (this.phase !== "body" || !this.bodyQueue.listening) return;
     // refreshed on every read: a silence of bodyTimeout, not a total (but for the trailer section)
     if (this.timer && this.trailerDeadline) return;
     if (this.timer) this.timer.refresh();

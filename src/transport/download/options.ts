@@ -3,9 +3,9 @@
  * @module
  */
 import type { Upgrade } from "../../types.js";
-import type { ReleasePublicKeyInput } from "../keys.js";
-import type { ReleaseLimits } from "../manifest-rules.js";
-import type { ReleaseFile, ReleaseManifest } from "../manifest-types.js";
+import type { ReleasePublicKeyInput } from "../../release/keys.js";
+import type { ReleaseLimits } from "../../release/manifest-rules.js";
+import type { ReleaseFile, ReleaseManifest } from "../../release/manifest-types.js";
 import type { MirrorSourceOptions, ReleaseSource } from "../sources.js";
 import type { ReleaseProgress } from "./progress.js";
 import type { ReleaseMinSpeed } from "./speed.js";
@@ -53,7 +53,16 @@ export interface DownloadReleaseOptions {
   trustedKeys: readonly ReleasePublicKeyInput[];
   /** Distinct trusted keys that must have signed. Default 1. */
   threshold?: number | undefined;
-  /** Files fetched at once, 1 to 32. Default 3 (the founder serves a few files at once per registration). */
+  /**
+   * Release files fetched at once, 1 to 32. Default 3 (the founder serves a few files at once
+   * per registration: the reference server's `STRATUM_RELEASE_FILES_AT_ONCE`).
+   */
+  filesAtOnce?: number | undefined;
+  /**
+   * The former name of {@link DownloadReleaseOptions.filesAtOnce}, still read when that is
+   * not given; refused when both are given and differ.
+   * @deprecated Use `filesAtOnce`.
+   */
   concurrency?: number | undefined;
   /**
    * Connections one large file is fetched on at once, 1 to 8, each asking for a closed range

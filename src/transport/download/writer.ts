@@ -8,7 +8,7 @@
  */
 import type { FileHandle } from "node:fs/promises";
 import { errorCode } from "../../fs/durable.js";
-import { hashPrefix, IO_CHUNK } from "../file-hash.js";
+import { hashPrefix, IO_CHUNK } from "../../release/file-hash.js";
 import type { BodySink } from "../http1/index.js";
 import { sha256Stream, type Sha256Stream } from "../sha256.js";
 import { alignedBuffers, DIRECT_ALIGN, openDirect } from "./direct-io.js";

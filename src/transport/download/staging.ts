@@ -11,7 +11,7 @@ import { dirname, join, relative, sep } from "node:path";
 import { abortReason } from "../../core/retry.js";
 import { ReleaseDownloadError } from "../../errors/index.js";
 import { errorCode, fsyncDir } from "../../fs/durable.js";
-import { PARTIAL_SUFFIX, RELEASE_MANIFEST_PATH } from "../manifest-rules.js";
+import { PARTIAL_SUFFIX, RELEASE_MANIFEST_PATH } from "../../release/manifest-rules.js";
 
 /** Wraps a local file error in the typed download error (`disk-full` for ENOSPC/EDQUOT). */
 export function localError(error: unknown, releasePath: string | undefined): ReleaseDownloadError {

@@ -1,5 +1,5 @@
 /**
- * The consumer's side of an exchange: body bytes handed to the sink in order, queued while
+ * The consumer's side of a response: body bytes handed to the sink in order, queued while
  * it is busy (its `filled` returned a promise), and the promise `readInto` returns.
  * @internal
  * @module
@@ -14,9 +14,9 @@ import type { BodySink } from "./types.js";
  */
 const MAX_PENDING_BYTES = 8 * 1024 * 1024;
 
-/** What a {@link Delivery} needs of the socket's side. */
-export interface DeliveryHost {
-  /** True once the exchange has ended (complete or failed). */
+/** What a {@link BodyQueue} needs of the socket's side. */
+export interface BodyQueueHost {
+  /** True once the response has ended (complete or failed). */
   over(): boolean;
   /** Whether every byte of the body is off the connection. */
   bodyReceived(): boolean;
@@ -28,14 +28,14 @@ export interface DeliveryHost {
   busy(): void;
   /** The consumer is back: silences count again. */
   ready(): void;
-  /** Ends the exchange with `error`. */
+  /** Ends the response with `error`. */
   fail(error: unknown): void;
-  /** Ends the exchange: the body is complete and delivered. */
+  /** Ends the response: the body is complete and delivered. */
   finish(): void;
 }
 
 /** Hands body bytes to the consumer's sink. */
-export class Delivery {
+export class BodyQueue {
   private sink: BodySink | undefined;
   private waiting = false;
   private readonly pending: Uint8Array[] = [];
@@ -43,7 +43,7 @@ export class Delivery {
   private resolveBody: (() => void) | undefined;
   private rejectBody: ((error: unknown) => void) | undefined;
 
-  constructor(private readonly host: DeliveryHost) {}
+  constructor(private readonly host: BodyQueueHost) {}
 
   /** True while bytes may go straight into the sink: a sink is there, not busy, nothing queued. */
   get open(): boolean {
@@ -115,7 +115,7 @@ export class Delivery {
     );
   }
 
-  /** Ends the exchange when the body is complete and every byte of it is in the sink. */
+  /** Ends the response when the body is complete and every byte of it is in the sink. */
   checkEnd(): void {
     if (this.host.over() || !this.open || !this.host.bodyReceived()) return;
     this.host.finish();

@@ -1,5 +1,5 @@
 /**
- * The shapes of one HTTP/1.1 exchange as the downloader sees them: the sink a body is read
+ * The shapes of one HTTP/1.1 request and response as the downloader sees them: the sink a body is read
  * into, the body, the connector and the request's options.
  * @internal
  * @module
@@ -41,7 +41,7 @@ export function isDirectBody(body: unknown): body is DirectBody {
 export interface Http1Connector {
   /**
    * Opens the TLS connection with this `onread` and resolves when it may carry the request
-   * (handshake and any pinning done). `signal` aborts when the exchange is given up (a
+   * (handshake and any pinning done). `signal` aborts when the request is given up (a
    * timeout, the caller's abort): the attempt must then stop and reject.
    */
   (onread: OnReadOpts, signal: AbortSignal): Promise<TLSSocket>;

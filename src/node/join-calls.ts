@@ -13,7 +13,7 @@ import { parseAnswer } from "./answers.js";
 import { concealSecrets } from "./delivery.js";
 import { createThrowawayIdentity, type MachineIdentity } from "./identity.js";
 import type { JoinSession } from "./join-session.js";
-import { requireTlsExporter } from "./pinned-socket.js";
+import { requireTlsExporter } from "../protocol/tls-exporter.js";
 import { proveAndCall, readTarget, startLoadingProof, type JoinTarget, type ProveOptions } from "./proof.js";
 
 export { DEFAULT_JOIN_TIMEOUT_MS, type JoinTarget, type ProveOptions } from "./proof.js";
