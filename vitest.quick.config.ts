@@ -9,10 +9,12 @@ export const QUICK = [
   "test/core/**/*.test.ts",
   "test/schemas/**/*.test.ts",
   "test/spec/**/*.test.ts",
-  "test/admin/{problem,testing,watch}.test.ts",
+  "test/admin/{operations,problem,testing,watch}.test.ts",
+  "test/errors/**/*.test.ts",
   "test/console/{bundle,disk-full,format}.test.ts",
   "test/node/{certificate-fields,join-session,opaque,pki}.test.ts",
   "test/readme/layout.test.ts",
+  "test/source/layers.test.ts",
   "test/release/{manifest,proxy-env,verify}.test.ts",
 ];
 

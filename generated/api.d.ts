@@ -589,7 +589,9 @@ export interface components {
          *       an attempt, and nothing is recorded.
          *     - `JOIN_CODE_BUSY` (503, with `Retry-After`): too many exchanges of this code are
          *       outstanding (at most `10 − attempts` at once), e.g. a batch of machines started
-         *       together; nothing was counted; wait `Retry-After` and send a new KE1.
+         *       together, or the founder-wide rate of KE2s answered for live codes is spent (then
+         *       every KE1 gets it, whatever its selector); nothing was counted; wait `Retry-After` and
+         *       send a new KE1.
          *     - `JOIN_CODE_EXPIRED`: the code's lifetime is over; mint a new one.
          *     - `JOIN_CODE_REVOKED`: the code was revoked; `details.revokedBy` says by whom
          *       (`system:too-many-attempts` for a burned code).
@@ -599,7 +601,9 @@ export interface components {
          *     - `RELEASE_MISMATCH`: the machine's release is not the cluster's and it may not upgrade
          *       itself; `details.clusterRelease`, `details.isoPath` and `details.reason`.
          *     - `REGISTRATION_REJECTED`: this key's registration was rejected; `details.reason`.
-         *     - `RATE_LIMITED`: too many requests (or too many registrations waiting); wait `Retry-After`.
+         *     - `RATE_LIMITED`: too many requests from this source (an address, or an IPv6 /64), too
+         *       many registrations waiting, or too many request bodies being received at once; wait
+         *       `Retry-After`.
          *     - `UPGRADE_IN_PROGRESS`: the cluster is upgrading; wait `Retry-After`.
          *     - `RELEASE_BUSY`: too many served release files at once; wait `Retry-After`.
          *     - `INVALID_INPUT`: the request does not match the schema; field `errors`.
@@ -610,6 +614,7 @@ export interface components {
          *     - `UNAUTHORIZED`: no valid token.
          *     - `FORBIDDEN`: the token lacks the permission; `details.permission`.
          *     - `NOT_FOUND`: no such resource, or not this key's.
+         *     - `METHOD_NOT_ALLOWED` (405, with `Allow`): the path exists, but not for this method.
          *     - `UNSUPPORTED_MEDIA_TYPE` (415): the request body is not `application/json` (optionally
          *       `; charset=utf-8`, nothing else), or it carries a `Content-Encoding` other than
          *       `identity`; send plain JSON.
@@ -619,7 +624,7 @@ export interface components {
          *     - `INTERNAL`: the server failed; quote the `requestId`.
          * @enum {string}
          */
-        ProblemCode: "JOIN_CODE_INVALID" | "JOIN_BINDING_FAILED" | "JOIN_CODE_BUSY" | "JOIN_CODE_EXPIRED" | "JOIN_CODE_REVOKED" | "JOIN_CODE_STALE" | "JOIN_PAKE_RESTART" | "RELEASE_MISMATCH" | "REGISTRATION_REJECTED" | "RATE_LIMITED" | "UPGRADE_IN_PROGRESS" | "RELEASE_BUSY" | "INVALID_INPUT" | "JOIN_APPROVAL_REFUSED" | "JOIN_STATE_CONFLICT" | "RANGE_NOT_SATISFIABLE" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "UNSUPPORTED_MEDIA_TYPE" | "STORAGE_UNAVAILABLE" | "INTERNAL";
+        ProblemCode: "JOIN_CODE_INVALID" | "JOIN_BINDING_FAILED" | "JOIN_CODE_BUSY" | "JOIN_CODE_EXPIRED" | "JOIN_CODE_REVOKED" | "JOIN_CODE_STALE" | "JOIN_PAKE_RESTART" | "RELEASE_MISMATCH" | "REGISTRATION_REJECTED" | "RATE_LIMITED" | "UPGRADE_IN_PROGRESS" | "RELEASE_BUSY" | "INVALID_INPUT" | "JOIN_APPROVAL_REFUSED" | "JOIN_STATE_CONFLICT" | "RANGE_NOT_SATISFIABLE" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "UNSUPPORTED_MEDIA_TYPE" | "STORAGE_UNAVAILABLE" | "INTERNAL";
         /**
          * @description An RFC 9457 problem document, the answer of every 4xx and 5xx.
          * @example {
@@ -1347,6 +1352,14 @@ export interface components {
              *     At 10 the code is burned: revoked by system:too-many-attempts.
              */
             attempts?: number;
+            /**
+             * @description Where the counted attempts came from, the most first: each source (an IPv4 address,
+             *     or an IPv6 prefix, a /64 by default) with how many of the code's attempts it made
+             *     and when its last one ended. Absent while the code has none. A code burned by a
+             *     sweep of the selectors names the addresses to look at; machines that know the code
+             *     never add to it.
+             */
+            attemptSources?: components["schemas"]["AttemptSource"][];
             /** @description The join listener the code points at, host:port. */
             endpoint: string;
             /**
@@ -1368,6 +1381,18 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             expiresAt: string;
+        };
+        /** @description A source of a join code's counted attempts. */
+        AttemptSource: {
+            /**
+             * @description An IPv4 address, or an IPv6 prefix (`2001:db8:1:2::/64`), as the listener's limits count sources.
+             * @example 192.0.2.66
+             * @example 2001:db8:1:2::/64
+             */
+            source: string;
+            attempts: number;
+            /** Format: date-time */
+            lastAttemptAt: string;
         };
         /**
          * @description A freshly minted join code. code and url are shown once: only the code's OPAQUE record is

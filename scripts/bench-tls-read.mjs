@@ -15,7 +15,7 @@ if (!url || !caPath) {
   process.exit(2);
 }
 const target = new URL(url);
-// the SDK's order (src/release/connect.ts): AES-128-GCM first
+// the SDK's order (src/transport/connect.ts): AES-128-GCM first
 const ciphers = ["TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256"].join(":");
 let bytes = 0;
 const socket = tls.connect(

@@ -14,7 +14,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { COMMON_FLAGS, type CommandSpec, type FlagSpec } from "../src/cli/args.js";
+import { COMMON_FLAGS, flagDescription, type CommandSpec, type FlagSpec } from "../src/cli/args.js";
 import { EXIT_CODE_TABLE } from "../src/cli/exit-codes.js";
 import { COMMAND_GROUPS, environmentVariables, EXIT_CODES_NOTE, groupOf } from "../src/cli/help.js";
 import { COMMANDS } from "../src/cli/run.js";
@@ -86,7 +86,7 @@ function commandSection(spec: CommandSpec): string[] {
       const section = FILE_SECTIONS[name];
       if (section) notes.push(`[the file](#${section})`);
       lines.push(
-        `| ${code(flagLabel(name, flag))} | ${prose(flag.description)}${notes.length ? `; ${notes.join("; ")}` : ""} |`,
+        `| ${code(flagLabel(name, flag))} | ${prose(flagDescription(flag))}${notes.length ? `; ${notes.join("; ")}` : ""} |`,
       );
     }
   }

@@ -48,7 +48,8 @@ import { Decisions } from "./decisions.js";
 import type { ClusterSecrets } from "./delivery.js";
 import { DeliveryQueue } from "./delivery-queue.js";
 import { HttpProblem } from "./http.js";
-import { JoinCodes } from "./join-codes.js";
+import { JoinCodes, type BurnedCode } from "./join-codes.js";
+import type { UnprovenEnds } from "./pake-sessions.js";
 import { Registrations, type AcceptedRelease, type RegistrationProof } from "./registrations.js";
 import type { JoinCodeRow, JoinRow } from "./rows.js";
 import type { ApprovalInput, ProgressInput, RegistrationInput } from "./schemas.js";
@@ -164,9 +165,9 @@ export class Cluster {
     return this.#codes.forPake(selector);
   }
 
-  /** Counts PAKE exchanges that ended unproven, code id → how many (see {@link JoinCodes.countUnproven}). */
-  countUnproven(ends: ReadonlyMap<string, number>): void {
-    this.#codes.countUnproven(ends);
+  /** Counts PAKE exchanges that ended unproven, code id → source → how many (see {@link JoinCodes.countUnproven}). */
+  countUnproven(ends: UnprovenEnds): BurnedCode[] {
+    return this.#codes.countUnproven(ends);
   }
 
   /** After a proven KE3: why the code no longer works (401 with the reason), or nothing. */

@@ -21,10 +21,27 @@ export interface Limits {
   perAddressRegistrations: number;
   /** PAKE exchanges of a code that may end unproven before it is burned, and so the most that may be outstanding at once. Default 10. */
   maxAttempts: number;
+  /**
+   * The founder-wide budget of KE2s answered for live codes (docs/protocol.md#live-rate): at
+   * most this many at once that have not been proven yet. Default 5.
+   */
+  liveKe2Burst: number;
+  /** How fast that budget refills, KE2s per minute (a proven exchange gives its own back at once). Default 10. */
+  liveKe2PerMinute: number;
+  /** IPv6 sources are counted per prefix of this length (a /64 is one site's). Default 64. */
+  ipv6PrefixLength: number;
   /** Served release files streaming at once per registration. Default 3. */
   releaseFilesAtOnce: number;
-  /** The largest JSON body, in bytes, except progress reports. Default 1 MiB. */
+  /** The largest JSON body of the admin API, in bytes. Default 1 MiB. */
   bodyBytes: number;
+  /** The largest KE1 request (`POST /v1/join/pake`), in bytes: a KE1 is about 200. Default 4 KiB. */
+  pakeBodyBytes: number;
+  /** The largest code check (`POST /v1/join/code-checks`): KE3 and a release. Default 8 KiB. */
+  codeCheckBodyBytes: number;
+  /** The largest registration (`POST /v1/join/registrations`): its inventory is most of it. Default 256 KiB. */
+  registrationBodyBytes: number;
+  /** Request bodies the join listener holds at once, all requests together, in bytes. Default 32 MiB. */
+  bodiesInFlightBytes: number;
   /** The largest progress report, in bytes (2,000 lines of 4 KiB fit). Default 9 MiB. */
   progressBodyBytes: number;
   /** Install-log lines kept per join. Default 2,000. */
@@ -66,8 +83,15 @@ export const DEFAULT_LIMITS: Limits = {
   perAddressCalls: 120,
   perAddressRegistrations: 20,
   maxAttempts: 10,
+  liveKe2Burst: 5,
+  liveKe2PerMinute: 10,
+  ipv6PrefixLength: 64,
   releaseFilesAtOnce: 3,
   bodyBytes: 1024 * 1024,
+  pakeBodyBytes: 4 * 1024,
+  codeCheckBodyBytes: 8 * 1024,
+  registrationBodyBytes: 256 * 1024,
+  bodiesInFlightBytes: 32 * 1024 * 1024,
   progressBodyBytes: 9 * 1024 * 1024,
   logLines: 2000,
 };

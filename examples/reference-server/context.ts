@@ -9,7 +9,7 @@
 import type { ClusterCa } from "@stratum/join/server";
 import type { ClusterSettings, Limits, Timing } from "./config.js";
 import type { ClusterSecrets, OpenBaoMode } from "./delivery.js";
-import { HttpProblem } from "./http.js";
+import { HttpProblem, quotedId } from "./http.js";
 import type { JoinRow } from "./rows.js";
 import type { Store } from "./store.js";
 import type { ReleaseAvailability } from "./upgrade-rules.js";
@@ -107,7 +107,7 @@ export class ClusterContext {
   /** A registration by id; 404 when unknown. */
   joinOr404(joinId: string): JoinRow {
     const join = this.store.getJoin(joinId);
-    if (!join) throw new HttpProblem(404, "NOT_FOUND", { detail: `No join ${joinId}.` });
+    if (!join) throw new HttpProblem(404, "NOT_FOUND", { detail: `No join ${quotedId(joinId)}.` });
     return join;
   }
 }

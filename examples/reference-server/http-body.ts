@@ -68,13 +68,43 @@ export function assertJsonBody(ctx: RequestContext, maxBytes: number): void {
 }
 
 /**
+ * The bytes of request bodies a listener holds at once, all requests together: each body is
+ * bounded by its route, and this bounds them all, so connections that each hold a body just
+ * under its bound cannot add up to the founder's memory.
+ */
+export class BodyBudget {
+  #held = 0;
+
+  constructor(readonly maxBytes: number) {}
+
+  /** Bytes held now. */
+  get held(): number {
+    return this.#held;
+  }
+
+  /** Takes `n` bytes; false (nothing taken) when they do not fit. */
+  take(n: number): boolean {
+    if (this.#held + n > this.maxBytes) return false;
+    this.#held += n;
+    return true;
+  }
+
+  /** Gives `n` bytes back. */
+  release(n: number): void {
+    this.#held = Math.max(0, this.#held - n);
+  }
+}
+
+/**
  * Reads a JSON body of at most `maxBytes`. An empty body is `undefined` (the caller decides
  * whether one is required). Not JSON by its headers: 415 (see {@link assertJsonBody}). Too
  * large or not JSON: a 400 `INVALID_INPUT` with a field error for the whole body, never a 500.
  * An oversized body is not read further: the connection is closed after the answer, so a
- * client cannot make the server buffer gigabytes.
+ * client cannot make the server buffer gigabytes. With `budget`, the body's bytes are held from
+ * it while they are read; a body that does not fit in what is left is refused with 429
+ * `RATE_LIMITED` (`Retry-After`), its connection closed.
  */
-export async function readJson(ctx: RequestContext, maxBytes: number): Promise<unknown> {
+export async function readJson(ctx: RequestContext, maxBytes: number, budget?: BodyBudget): Promise<unknown> {
   assertJsonBody(ctx, maxBytes);
   const declared = Number(ctx.req.headers["content-length"] ?? NaN);
   const tooLarge = (): HttpProblem => {
@@ -91,23 +121,41 @@ export async function readJson(ctx: RequestContext, maxBytes: number): Promise<u
   const chunks: Buffer[] = [];
   let size = 0;
   let over = false;
-  await new Promise<void>((resolve, reject) => {
-    ctx.req.on("data", (chunk: Buffer) => {
-      if (over) return;
-      size += chunk.length;
-      if (size > maxBytes) {
-        over = true;
-        chunks.length = 0;
-        resolve();
-        return;
-      }
-      chunks.push(chunk);
+  let crowded = false;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      ctx.req.on("data", (chunk: Buffer) => {
+        if (over || crowded) return;
+        if (size + chunk.length > maxBytes) {
+          over = true;
+          chunks.length = 0;
+          resolve();
+          return;
+        }
+        if (budget && !budget.take(chunk.length)) {
+          crowded = true;
+          chunks.length = 0;
+          resolve();
+          return;
+        }
+        size += chunk.length;
+        chunks.push(chunk);
+      });
+      ctx.req.on("end", () => resolve());
+      ctx.req.on("error", reject);
+      ctx.req.on("aborted", () => reject(new Error("request aborted")));
     });
-    ctx.req.on("end", () => resolve());
-    ctx.req.on("error", reject);
-    ctx.req.on("aborted", () => reject(new Error("request aborted")));
-  });
+  } finally {
+    budget?.release(size);
+  }
   if (over) throw tooLarge();
+  if (crowded) {
+    ctx.closeConnection = true;
+    throw new HttpProblem(429, "RATE_LIMITED", {
+      detail: "Too many request bodies are being received at once; send it again shortly.",
+      headers: { "Retry-After": "1" },
+    });
+  }
   const text = Buffer.concat(chunks).toString("utf8");
   if (text.trim() === "") return undefined;
   try {

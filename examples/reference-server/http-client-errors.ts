@@ -82,7 +82,7 @@ export function answerClientErrors(server: HttpServer | HttpsServer, options: { 
 
   server.on("connect", (req: IncomingMessage, socket: Duplex) => {
     const requestId = newRequestId();
-    const problem = new HttpProblem(405, "NOT_FOUND", {
+    const problem = new HttpProblem(405, "METHOD_NOT_ALLOWED", {
       detail: "CONNECT is not served: this is not a proxy.",
       headers: { Allow: "GET, HEAD, POST, PUT, DELETE, OPTIONS" },
     });

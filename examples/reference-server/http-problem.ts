@@ -32,6 +32,7 @@ export type ProblemCode =
   | "UNAUTHORIZED"
   | "FORBIDDEN"
   | "NOT_FOUND"
+  | "METHOD_NOT_ALLOWED"
   | "UNSUPPORTED_MEDIA_TYPE"
   | "STORAGE_UNAVAILABLE"
   | "INTERNAL";
@@ -56,6 +57,7 @@ const TITLES: Record<ProblemCode, string> = {
   UNAUTHORIZED: "Unauthorized",
   FORBIDDEN: "Forbidden",
   NOT_FOUND: "Not found",
+  METHOD_NOT_ALLOWED: "Method not allowed",
   UNSUPPORTED_MEDIA_TYPE: "Unsupported media type",
   STORAGE_UNAVAILABLE: "Storage unavailable",
   INTERNAL: "Internal error",
@@ -91,6 +93,18 @@ export class HttpProblem extends Error {
     this.details = options.details;
     this.headers = options.headers ?? {};
   }
+}
+
+// An id as a detail may name it: the characters the founder's ids are made of, and not too many.
+const PLAIN_ID = /^[A-Za-z0-9._~-]{1,64}$/;
+
+/**
+ * A value from the request (a path segment, decoded) as a detail may quote it: itself when it
+ * looks like an id, else a neutral phrase. A decoded segment can carry CR, LF or a terminal
+ * escape, and a detail is shown to people and written to logs.
+ */
+export function quotedId(value: string): string {
+  return PLAIN_ID.test(value) ? value : "(the id given)";
 }
 
 /** Shorthand for a 400 `INVALID_INPUT` with field errors. */

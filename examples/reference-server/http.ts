@@ -14,6 +14,7 @@ import { isStorageFull, storageUnavailable } from "./storage-faults.js";
 export {
   HttpProblem,
   invalidInput,
+  quotedId,
   problemBody,
   type FieldError,
   type ProblemCode,
@@ -181,9 +182,11 @@ export function createRequestHandler(options: HandlerOptions): (req: IncomingMes
     }
     const ctx: RequestContext = { req, res, requestId, url, params: {} };
     res.setHeader("X-Request-Id", requestId);
+    // Read now: once the socket is destroyed (a served file's connection is closed after the
+    // answer) Node no longer knows the peer, and the log line would say "-".
+    const peer = req.socket.remoteAddress ?? "-";
     res.on("close", () => {
       const ms = Math.round(performance.now() - started);
-      const peer = req.socket.remoteAddress ?? "-";
       // The path only: ids are public, and no route puts a secret in its path; the query is dropped.
       options.log(
         `${new Date().toISOString()} ${requestId} ${options.name} ${peer} ${req.method} ${url.pathname} ${res.writableFinished ? res.statusCode : `${res.statusCode}!`} ${ms}ms`,
@@ -229,7 +232,7 @@ export function createRequestHandler(options: HandlerOptions): (req: IncomingMes
         const found = options.router.match(req.method ?? "GET", url.pathname);
         if (!found) throw new HttpProblem(404, "NOT_FOUND", { detail: `No such resource: ${url.pathname}` });
         if ("allowed" in found) {
-          throw new HttpProblem(405, "NOT_FOUND", {
+          throw new HttpProblem(405, "METHOD_NOT_ALLOWED", {
             detail: `${req.method} is not served at this path.`,
             headers: { Allow: [...new Set(found.allowed)].join(", ") },
           });

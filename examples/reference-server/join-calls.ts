@@ -12,15 +12,8 @@ import { derivePairingCode, formatPairingCode } from "@stratum/join/server";
 import { peerAddress, type AddressLimiter } from "./address-limiter.js";
 import type { Cluster } from "./cluster.js";
 import type { Limits } from "./config.js";
-import {
-  HttpProblem,
-  invalidInput,
-  parseBody,
-  readRequiredJson,
-  sendJson,
-  type RequestContext,
-  type Router,
-} from "./http.js";
+import { HttpProblem, invalidInput, parseBody, sendJson, type RequestContext, type Router } from "./http.js";
+import type { BodyBudget } from "./http-body.js";
 import type { PakeSteps } from "./join-pake.js";
 import { ServedFiles, resolveReleasePath, sendReleaseFile } from "./release-serving.js";
 import { CodeCheckRequestSchema, ProgressReportSchema, RegistrationRequestSchema } from "./schemas.js";
@@ -44,10 +37,14 @@ export interface JoinCallsOptions {
   kickRunner: () => void;
   /** The client key's fingerprint; 401 for a client that sent no certificate. */
   clientKey: (ctx: RequestContext) => string;
-  /** Counts a call against the per-address limit; 429 past it. */
-  limitCalls: (ctx: RequestContext) => void;
-  /** A JSON body, or 400 when there is none. */
-  requiredBody: (ctx: RequestContext) => Promise<unknown>;
+  /** Counts a call against the per-source limit (429 past it); returns what takes the count back. */
+  limitCalls: (ctx: RequestContext) => () => void;
+  /** Where a call comes from as the limits count it: an address, or an IPv6 prefix. */
+  source: (ctx: RequestContext) => string;
+  /** A JSON body of at most `maxBytes`, or 400 when there is none. */
+  requiredBody: (ctx: RequestContext, maxBytes: number) => Promise<unknown>;
+  /** The bytes of request bodies the listener holds at once, all requests together. */
+  bodies: BodyBudget;
   /** Resolves when `changed()` turns true after a store change, after `ms`, or when the answer is abandoned. */
   waitForChange: (ctx: RequestContext, ms: number, changed: () => boolean) => Promise<void>;
 }
@@ -64,7 +61,7 @@ export function addProofRoutes(router: Router, o: JoinCallsOptions): void {
   router.add("POST", "/v1/join/code-checks", async (ctx) => {
     const key = o.clientKey(ctx);
     o.limitCalls(ctx);
-    const body = parseBody(CodeCheckRequestSchema, await o.requiredBody(ctx));
+    const body = parseBody(CodeCheckRequestSchema, await o.requiredBody(ctx, o.limits.codeCheckBodyBytes));
     const proof = await o.pake.prove(ctx, key, body.pake);
     sendJson(ctx, 200, cluster.codeCheck(proof.codeId, body.release, body.selfUpgrade === true));
   });
@@ -72,7 +69,7 @@ export function addProofRoutes(router: Router, o: JoinCallsOptions): void {
   router.add("POST", "/v1/join/registrations", async (ctx) => {
     const key = o.clientKey(ctx);
     o.limitCalls(ctx);
-    const body = parseBody(RegistrationRequestSchema, await o.requiredBody(ctx));
+    const body = parseBody(RegistrationRequestSchema, await o.requiredBody(ctx, o.limits.registrationBodyBytes));
     const proof = await o.pake.prove(ctx, key, body.pake);
     const pairingCode = formatPairingCode(await derivePairingCode(proof.keys.pairingKey, proof.keyFingerprint));
     const address = peerAddress(ctx.req.socket);
@@ -83,7 +80,7 @@ export function addProofRoutes(router: Router, o: JoinCallsOptions): void {
       pairingCode,
       allowNew: () =>
         o.limiter.hit(
-          address,
+          o.source(ctx),
           "registration",
           o.limits.perAddressRegistrations,
           o.limits.perAddressWindowSeconds * 1000,
@@ -138,7 +135,7 @@ export function addPinnedRoutes(router: Router, o: JoinCallsOptions): void {
     const key = o.clientKey(ctx);
     const join = cluster.ownedJoin(ctx.params.joinId!, key);
     // The body is required (spec: reportJoinProgress): an empty report has no steps or log to record.
-    const body = parseBody(ProgressReportSchema, await readRequiredJson(ctx, o.limits.progressBodyBytes));
+    const body = parseBody(ProgressReportSchema, await o.requiredBody(ctx, o.limits.progressBodyBytes));
     const registration = cluster.progress(join, body);
     o.kickRunner();
     sendJson(ctx, 200, registration);

@@ -17,9 +17,10 @@ import {
 } from "@stratum/join";
 import { createJoinCodeRecord } from "@stratum/join/server";
 import type { ClusterContext } from "./context.js";
-import { HttpProblem, invalidInput } from "./http.js";
+import { HttpProblem, invalidInput, quotedId } from "./http.js";
 import { newCodeId } from "./ids.js";
-import type { JoinCodeRow } from "./rows.js";
+import type { UnprovenEnds } from "./pake-sessions.js";
+import type { AttemptSourceRow, JoinCodeRow } from "./rows.js";
 import { codeState, iso, joinCodeView } from "./views.js";
 
 /** Selectors are two Crockford symbols: 32² of them. */
@@ -79,7 +80,7 @@ export class JoinCodes {
       const row = await this.#insert(actor, code, endpoint.endpoint, ttl);
       if (!row) continue;
       return {
-        joinCode: joinCodeView(row, row.createdAt, 0),
+        joinCode: joinCodeView(row, row.createdAt, 0, []),
         endpoint: formatEndpoint(endpoint),
         code: code.formatted,
         url: formatJoinUrl({ endpoint: endpoint.endpoint, code: code.code }),
@@ -146,7 +147,7 @@ export class JoinCodes {
   list(): JoinCodeInfo[] {
     const { store } = this.#context;
     const now = Date.now();
-    return store.listCodes().map((c) => joinCodeView(c, now, store.registrationsOf(c.id)));
+    return store.listCodes().map((c) => joinCodeView(c, now, store.registrationsOf(c.id), store.attemptSources(c.id)));
   }
 
   /** Revokes a code (answers a code that is no longer live as it is). */
@@ -155,14 +156,14 @@ export class JoinCodes {
     const now = Date.now();
     const row = store.tx(() => {
       const code = store.getCode(id);
-      if (!code) throw new HttpProblem(404, "NOT_FOUND", { detail: `No join code ${id}.` });
+      if (!code) throw new HttpProblem(404, "NOT_FOUND", { detail: `No join code ${quotedId(id)}.` });
       if (codeState(code, now) === "live") {
         store.revokeCode(id, actor, now);
         store.audit(actor, "cluster.join_code.revoked", id, { selector: code.selector });
       }
       return store.getCode(id)!;
     });
-    return joinCodeView(row, now, store.registrationsOf(id));
+    return joinCodeView(row, now, store.registrationsOf(id), store.attemptSources(id));
   }
 
   /**
@@ -178,7 +179,7 @@ export class JoinCodes {
     const chosen = codes.find((c) => codeState(c, now) === "live") ?? codes[0];
     if (chosen && chosen.caFingerprint !== this.#context.ca.fingerprint) throw staleCode();
     if (chosen && codeState(chosen, now) === "live" && chosen.attempts >= this.#context.options.limits.maxAttempts) {
-      this.countUnproven(new Map([[chosen.id, 0]]));
+      this.countUnproven(new Map([[chosen.id, new Map()]]));
       return this.#context.store.getCode(chosen.id);
     }
     return chosen;
@@ -197,24 +198,40 @@ export class JoinCodes {
   }
 
   /**
-   * Counts exchanges that ended unproven (code id → how many), in one transaction. Only a code
-   * still live counts (an ended one can no longer be guessed); one that reaches the limit is
-   * burned: revoked by `system:too-many-attempts`, audited.
+   * Counts exchanges that ended unproven (code id → source → how many), in one transaction, and
+   * keeps where they came from. Only a code still live counts (an ended one can no longer be
+   * guessed); one that reaches the limit is burned: revoked by `system:too-many-attempts`,
+   * audited with the sources of its attempts.
+   * @returns the codes burned now, with where their attempts came from
    */
-  countUnproven(ends: ReadonlyMap<string, number>): void {
+  countUnproven(ends: UnprovenEnds): BurnedCode[] {
     const { store } = this.#context;
     const max = this.#context.options.limits.maxAttempts;
-    store.tx(() => {
+    return store.tx(() => {
       const now = Date.now();
-      for (const [codeId, n] of ends) {
+      const burned: BurnedCode[] = [];
+      for (const [codeId, bySource] of ends) {
         const code = store.getCode(codeId);
         if (!code || codeState(code, now) !== "live") continue;
-        const attempts = Math.min(max, code.attempts + n);
+        let attempts = code.attempts;
+        for (const [source, n] of bySource) {
+          const counted = Math.min(n, max - attempts);
+          if (counted <= 0) break;
+          store.addAttemptSource(codeId, source, counted, now);
+          attempts += counted;
+        }
         if (attempts !== code.attempts) store.setAttempts(codeId, attempts);
         if (attempts < max) continue;
+        const sources = store.attemptSources(codeId);
         store.revokeCode(codeId, BURNED_BY, now);
-        store.audit(BURNED_BY, "cluster.join_code.revoked", codeId, { selector: code.selector, attempts });
+        store.audit(BURNED_BY, "cluster.join_code.revoked", codeId, {
+          selector: code.selector,
+          attempts,
+          sources: sources.map((s) => ({ source: s.source, attempts: s.attempts })),
+        });
+        burned.push({ id: codeId, selector: code.selector, sources });
       }
+      return burned;
     });
   }
 
@@ -237,6 +254,13 @@ export class JoinCodes {
       return new HttpProblem(401, "JOIN_CODE_EXPIRED", { detail: "The join code has expired; mint a new one." });
     return undefined;
   }
+}
+
+/** A code the attempts just counted burned, with where its attempts came from. */
+export interface BurnedCode {
+  id: string;
+  selector: string;
+  sources: AttemptSourceRow[];
 }
 
 function staleCode(): HttpProblem {

@@ -26,7 +26,10 @@ import {
   tlsServerOptions,
   type IssuedCertificate,
 } from "@stratum/join/server";
-import { AddressLimiter, peerAddress } from "./address-limiter.js";
+import { AddressLimiter, peerAddress, sourceOf } from "./address-limiter.js";
+import { BodyBudget } from "./http-body.js";
+import type { BurnedCode } from "./join-codes.js";
+import { LiveKe2Rate } from "./live-rate.js";
 import type { Cluster } from "./cluster.js";
 import type { Limits, Timing } from "./config.js";
 import {
@@ -69,6 +72,7 @@ export class JoinListener {
   readonly #pake: PakeSteps;
   readonly #socketIds = new WeakMap<Socket, string>();
   readonly #limiter = new AddressLimiter();
+  readonly #bodies: BodyBudget;
   readonly #waiters = new Set<() => void>();
   readonly #handler: (req: IncomingMessage, res: ServerResponse) => void;
   #leaf: IssuedCertificate | undefined;
@@ -85,20 +89,36 @@ export class JoinListener {
   constructor(options: JoinListenerOptions) {
     this.#o = options;
     this.#port = options.port;
+    const { limits, log } = options;
+    const liveRate = new LiveKe2Rate({
+      burst: limits.liveKe2Burst,
+      perMinute: limits.liveKe2PerMinute,
+      // Told once per episode: a sweep of the selectors is visible as it happens.
+      onSpent: () =>
+        log(
+          `${new Date().toISOString()} join listener: the founder-wide rate of KE2s for live codes is spent (${limits.liveKe2Burst} at once, ${limits.liveKe2PerMinute} a minute): every KE1 is told to wait; see the attempts of each code (admin codes) for where they come from`,
+        ),
+    });
     this.#sessions = new PakeSessions({
-      maxAttempts: options.limits.maxAttempts,
-      writeUnproven: (ends) => options.cluster.countUnproven(ends),
+      maxAttempts: limits.maxAttempts,
+      writeUnproven: (ends) => {
+        for (const burned of options.cluster.countUnproven(ends)) log(burnLine(burned));
+      },
       onWriteError: (error) =>
-        options.log(
+        log(
           `${new Date().toISOString()} join listener could not count attempts yet: ${error instanceof Error ? error.message : "unknown error"}`,
         ),
+      onProvenLive: () => liveRate.refund(),
+      onUnprovenLive: () => liveRate.spend(),
     });
     this.#pake = new PakeSteps({
       cluster: options.cluster,
       timing: options.timing,
       sessions: this.#sessions,
+      liveRate,
       socketId: (socket) => this.#socketId(socket),
     });
+    this.#bodies = new BodyBudget(limits.bodiesInFlightBytes);
     this.#handler = createRequestHandler({
       name: "join",
       router: this.#routes(),
@@ -285,23 +305,28 @@ export class JoinListener {
     return id;
   }
 
-  #limitCalls(ctx: RequestContext): void {
+  /** Where a call comes from as the limits count it: an address, or an IPv6 prefix. */
+  #source(ctx: RequestContext): string {
+    return sourceOf(peerAddress(ctx.req.socket), this.#o.limits.ipv6PrefixLength);
+  }
+
+  /** Counts a call against its source's limit (429 past it); returns what takes the count back. */
+  #limitCalls(ctx: RequestContext): () => void {
     const { limits } = this.#o;
-    const retry = this.#limiter.hit(
-      peerAddress(ctx.req.socket),
-      "call",
-      limits.perAddressCalls,
-      limits.perAddressWindowSeconds * 1000,
-    );
+    const source = this.#source(ctx);
+    const at = Date.now();
+    const retry = this.#limiter.hit(source, "call", limits.perAddressCalls, limits.perAddressWindowSeconds * 1000, at);
     if (retry !== undefined)
       throw new HttpProblem(429, "RATE_LIMITED", {
         detail: "Too many calls from this address.",
         headers: { "Retry-After": String(retry) },
       });
+    return () => this.#limiter.forget(source, "call", at);
   }
 
-  async #requiredBody(ctx: RequestContext, maxBytes = this.#o.limits.bodyBytes): Promise<unknown> {
-    const body = await readJson(ctx, maxBytes);
+  /** A JSON body of at most `maxBytes` (what the route carries), within the listener's total in flight. */
+  async #requiredBody(ctx: RequestContext, maxBytes: number): Promise<unknown> {
+    const body = await readJson(ctx, maxBytes, this.#bodies);
     if (body === undefined) throw invalidInput([{ field: "", message: "a JSON body is required" }]);
     return body;
   }
@@ -334,10 +359,17 @@ export class JoinListener {
     const router = new Router();
     router.add("POST", "/v1/join/pake", async (ctx) => {
       const keyFingerprint = this.#clientKey(ctx);
-      this.#limitCalls(ctx);
+      const uncount = this.#limitCalls(ctx);
       o.cluster.assertNotUpgrading();
-      const body = parseBody(PakeStartSchema, await this.#requiredBody(ctx));
-      await this.#pake.start(ctx, keyFingerprint, body);
+      const body = parseBody(PakeStartSchema, await this.#requiredBody(ctx, o.limits.pakeBodyBytes));
+      try {
+        await this.#pake.start(ctx, keyFingerprint, this.#source(ctx), body);
+      } catch (error) {
+        // A KE1 told to wait cost nothing: machines behind one address that wait as told are
+        // not rate limited for it (each retry would count otherwise).
+        if (error instanceof HttpProblem && error.code === "JOIN_CODE_BUSY") uncount();
+        throw error;
+      }
     });
     const calls: JoinCallsOptions = {
       cluster: o.cluster,
@@ -349,11 +381,19 @@ export class JoinListener {
       kickRunner: o.kickRunner,
       clientKey: (ctx) => this.#clientKey(ctx),
       limitCalls: (ctx) => this.#limitCalls(ctx),
-      requiredBody: (ctx) => this.#requiredBody(ctx),
+      source: (ctx) => this.#source(ctx),
+      requiredBody: (ctx, maxBytes) => this.#requiredBody(ctx, maxBytes),
+      bodies: this.#bodies,
       waitForChange: (ctx, ms, changed) => this.#waitForChange(ctx, ms, changed),
     };
     addProofRoutes(router, calls);
     addPinnedRoutes(router, calls);
     return router;
   }
+}
+
+/** The log line of a code burned by attempts that did not prove it: who made them. */
+function burnLine(burned: BurnedCode): string {
+  const from = burned.sources.map((s) => `${s.source} (${s.attempts})`).join(", ");
+  return `${new Date().toISOString()} join code ${burned.id} (selector ${burned.selector}) burned: revoked by system:too-many-attempts after attempts that did not prove it, from ${from || "no source recorded"}`;
 }

@@ -8,7 +8,9 @@
  * is the library's answer to a null record, from the same server setup; a fake session's KE3
  * is checked like a real one), the same budget of outstanding exchanges, no durable write and
  * no log line of their own. Only what a guesser cannot see differs: whether an unproven end is
- * counted, written after the answer (pake-sessions.ts).
+ * counted, written after the answer (pake-sessions.ts), and whether the KE2 takes a token of
+ * the founder-wide rate of live KE2s (live-rate.ts); while that rate is spent, every KE1 is told
+ * to wait, whatever its selector.
  * @module
  */
 
@@ -27,11 +29,9 @@ import type { Cluster } from "./cluster.js";
 import type { Timing } from "./config.js";
 import { HttpProblem, invalidInput, sendJson, type RequestContext } from "./http.js";
 import { newPakeSession } from "./ids.js";
+import type { LiveKe2Rate } from "./live-rate.js";
 import type { PakeSessions } from "./pake-sessions.js";
 import { codeState } from "./views.js";
-
-/** PAKE exchanges waiting for their KE3, at most: a flood of KE1s must not grow memory forever. */
-const MAX_SESSIONS = 10_000;
 
 /**
  * The `Retry-After` of `JOIN_CODE_BUSY`, in whole seconds, drawn in this range: an honest
@@ -52,6 +52,8 @@ export interface PakeStepsOptions {
   cluster: Cluster;
   timing: Timing;
   sessions: PakeSessions;
+  /** The founder-wide rate of KE2s answered for live codes. */
+  liveRate: LiveKe2Rate;
   /** The connection's id (sessions are bound to it). */
   socketId: (socket: TLSSocket) => string;
 }
@@ -70,23 +72,34 @@ export class PakeSteps {
    * outstanding as it has attempts left, 401 `JOIN_CODE_STALE` for a code of a replaced CA, 400 for a KE1 that is
    * not an OPAQUE message (it costs the code nothing).
    */
-  async start(ctx: RequestContext, keyFingerprint: string, body: { selector: string; ke1: string }): Promise<void> {
-    const { cluster, sessions, timing } = this.#o;
-    if (sessions.size >= MAX_SESSIONS) sessions.expire(Date.now());
-    if (sessions.size >= MAX_SESSIONS) {
-      throw new HttpProblem(429, "RATE_LIMITED", {
-        detail: "Too many exchanges waiting; try again shortly.",
-        headers: { "Retry-After": "5" },
-      });
-    }
+  async start(
+    ctx: RequestContext,
+    keyFingerprint: string,
+    source: string,
+    body: { selector: string; ke1: string },
+  ): Promise<void> {
+    const { cluster, sessions, timing, liveRate } = this.#o;
     const code = cluster.codeForPake(body.selector);
     const live = code !== undefined && codeState(code, Date.now()) === "live";
+    // The founder-wide rate spent: every KE1 waits, so the refusal names no live selector.
+    if (!liveRate.hasToken()) throw busy(liveRate.secondsUntilToken());
+    // A selector with no code draws on a budget of its own, never on a live code's (ended codes
+    // on their own id), so exchanges left waiting for unknown selectors crowd out no live code.
     const slot = sessions.reserve({
       key: code?.id ?? `selector:${body.selector}`,
       counted: live ? code.attempts : 0,
       countable: live,
     });
     if (!slot) throw busy();
+    if (live && !liveRate.take()) {
+      slot.release();
+      throw busy(liveRate.secondsUntilToken());
+    }
+    // A KE2 that is never answered costs the rate nothing.
+    const unanswered = (): void => {
+      slot.release();
+      if (live) liveRate.refund();
+    };
     const ca = cluster.ca;
     let login: { state: string; ke2: string };
     try {
@@ -100,12 +113,12 @@ export class PakeSteps {
         caDer: ca.certDer,
       });
     } catch {
-      slot.release();
+      unanswered();
       throw invalidInput([{ field: "ke1", message: "is not an OPAQUE KE1 message" }]);
     }
     // The connection went away while the KE2 was made: it reaches nobody, so nothing is spent.
     if (ctx.req.socket.destroyed) {
-      slot.release();
+      unanswered();
       return;
     }
     const id = newPakeSession();
@@ -117,11 +130,17 @@ export class PakeSteps {
       id,
       socketId: this.#o.socketId(ctx.req.socket as TLSSocket),
       keyFingerprint,
+      source,
       serverState: login.state,
       codeId: code?.id ?? null,
       budget: slot.budget,
-      ke1: new Uint8Array(Buffer.from(body.ke1, "base64url")),
-      ke2: new Uint8Array(Buffer.from(login.ke2, "base64url")),
+      // The transcript's messages, for a code a KE3 can prove; a fake KE2's KE3 never verifies.
+      messages: code
+        ? {
+            ke1: new Uint8Array(Buffer.from(body.ke1, "base64url")),
+            ke2: new Uint8Array(Buffer.from(login.ke2, "base64url")),
+          }
+        : null,
       caDer: ca.certDer,
       caFingerprint: ca.fingerprint,
       serverTime,
@@ -157,7 +176,7 @@ export class PakeSteps {
     // A fake session's state never verifies; it is checked all the same, so that a KE3 for an
     // unknown selector takes the time one for a live code takes.
     const sessionKey = await finishServerLogin({ state: session.serverState, ke3: pake.ke3, caDer: session.caDer });
-    if (!sessionKey || session.codeId === null) {
+    if (!sessionKey || session.codeId === null || session.messages === null) {
       sessions.end(session, false);
       throw new HttpProblem(401, "JOIN_CODE_INVALID", {
         detail: "The join code was not proven: mistyped, or not this cluster's.",
@@ -167,8 +186,8 @@ export class PakeSteps {
     const keys = await deriveBindingKeys(sessionKey);
     const transcript = await bindingTranscript({
       session: session.id,
-      ke1: session.ke1,
-      ke2: session.ke2,
+      ke1: session.messages.ke1,
+      ke2: session.messages.ke2,
       caFingerprint: session.caFingerprint,
       clientKeyFingerprint: keyFingerprint,
       exporter: tlsExporter(socket),
@@ -195,10 +214,12 @@ function restart(): HttpProblem {
   });
 }
 
-function busy(): HttpProblem {
+/** 503 `JOIN_CODE_BUSY`, after `atLeast` seconds and a spread drawn from {@link BUSY_RETRY_SECONDS}. */
+function busy(atLeast = 0): HttpProblem {
   const { min, max } = BUSY_RETRY_SECONDS;
+  const spread = min + Math.floor(Math.random() * (max - min + 1));
   return new HttpProblem(503, "JOIN_CODE_BUSY", {
-    detail: "Too many exchanges of this join code are waiting for their proof; send a new KE1 after Retry-After.",
-    headers: { "Retry-After": String(min + Math.floor(Math.random() * (max - min + 1))) },
+    detail: "Too many exchanges are waiting for their proof; send a new KE1 after Retry-After.",
+    headers: { "Retry-After": String(Math.max(atLeast, 0) + spread) },
   });
 }

@@ -19,7 +19,15 @@
  * ended them (batched), so a failed KE3 on a live code answers as fast as one on a fake.
  *
  * Unknown selectors and ended codes draw on a budget too (nothing is ever counted on it), so
- * that `JOIN_CODE_BUSY` does not tell a live selector from an unused one either.
+ * that `JOIN_CODE_BUSY` does not tell a live selector from an unused one either. No cap is
+ * shared between budgets: a selector names at most one budget at a time, so the exchanges held
+ * are at most 10 per selector (10,240 in all) and 10 per live code, and a flood of KE1s for
+ * selectors that name no code fills only its own selectors' budgets, never a live code's. An
+ * exchange for a selector with no code keeps no messages (its KE3 can only fail): a few hundred
+ * bytes.
+ *
+ * Each unproven end is counted with its source (an address, or an IPv6 prefix), so the operator
+ * sees who burned a code (docs/protocol.md#attempts).
  * @module
  */
 
@@ -38,12 +46,15 @@ export interface PakeSession {
   id: string;
   socketId: string;
   keyFingerprint: string;
+  /** Where the KE1 came from, as the limits count it (an address, or an IPv6 prefix). */
+  source: string;
+  /** The server's login state (for a fake KE2 too: its KE3 is checked like a real one, to take as long). */
   serverState: string;
   /** The code the exchange runs against; null for a fake KE2 (unknown selector). */
   codeId: string | null;
   budget: Budget;
-  ke1: Uint8Array;
-  ke2: Uint8Array;
+  /** KE1 and KE2 as the binding transcript takes them; null for a fake KE2, whose KE3 cannot verify. */
+  messages: { ke1: Uint8Array; ke2: Uint8Array } | null;
   caDer: Uint8Array;
   caFingerprint: string;
   /** The `serverTime` the answer carried, exactly as sent: field 7 of the binding transcript. */
@@ -58,15 +69,26 @@ export interface Slot {
   release(): void;
 }
 
+/** Unproven ends not written yet: code id → source → how many. */
+export type UnprovenEnds = ReadonlyMap<string, ReadonlyMap<string, number>>;
+
 /** What {@link PakeSessions} needs. */
 export interface PakeSessionsOptions {
   /** The attempt budget of a code (10). */
   maxAttempts: number;
-  /** Writes unproven ends, code id → how many; throws to keep them for the next try. */
-  writeUnproven: (ends: ReadonlyMap<string, number>) => void;
+  /** Writes unproven ends (code id → source → how many); throws to keep them for the next try. */
+  writeUnproven: (ends: UnprovenEnds) => void;
   /** Reports a failed write (the counts are kept and written with the next ones). */
   onWriteError: (error: unknown) => void;
+  /** Told when an exchange of a code live at its KE1 ends proven (it gives its share of the live rate back). */
+  onProvenLive?: () => void;
+  /** Told when an exchange of a code live at its KE1 ends unproven (its share stays spent). */
+  onUnprovenLive?: () => void;
 }
+
+/** How many ends `bySource` holds in all. */
+const total = (bySource: ReadonlyMap<string, number> | undefined): number =>
+  [...(bySource?.values() ?? [])].reduce((sum, n) => sum + n, 0);
 
 /** The exchanges waiting for their KE3, and the outstanding and counted exchanges of each budget. */
 export class PakeSessions {
@@ -75,8 +97,8 @@ export class PakeSessions {
   readonly #bySocket = new Map<string, Set<string>>();
   /** Budget key → exchanges outstanding (sessions, and slots whose KE2 is being made). */
   readonly #outstanding = new Map<string, number>();
-  /** Code id → unproven ends not written yet. */
-  readonly #unwritten = new Map<string, number>();
+  /** Code id → source → unproven ends not written yet. */
+  readonly #unwritten = new Map<string, Map<string, number>>();
   #writeScheduled = false;
   #closed = false;
 
@@ -100,7 +122,7 @@ export class PakeSessions {
    * both take the last slot.
    */
   reserve(budget: Budget): Slot | undefined {
-    const counted = budget.counted + (budget.countable ? (this.#unwritten.get(budget.key) ?? 0) : 0);
+    const counted = budget.counted + (budget.countable ? total(this.#unwritten.get(budget.key)) : 0);
     if (this.#closed || this.outstanding(budget.key) + Math.min(counted, this.#o.maxAttempts) >= this.#o.maxAttempts)
       return undefined;
     this.#outstanding.set(budget.key, this.outstanding(budget.key) + 1);
@@ -138,11 +160,17 @@ export class PakeSessions {
   /** Ends a taken exchange: proven (never counted) or unproven (counted on a code that was live). */
   end(session: PakeSession, proven: boolean): void {
     this.#free(session.budget.key);
-    if (!proven && session.budget.countable && !this.#closed) {
-      const codeId = session.budget.key;
-      this.#unwritten.set(codeId, (this.#unwritten.get(codeId) ?? 0) + 1);
-      this.#scheduleWrite();
+    if (!session.budget.countable || this.#closed) return;
+    if (proven) {
+      this.#o.onProvenLive?.();
+      return;
     }
+    this.#o.onUnprovenLive?.();
+    const codeId = session.budget.key;
+    let bySource = this.#unwritten.get(codeId);
+    if (!bySource) this.#unwritten.set(codeId, (bySource = new Map()));
+    bySource.set(session.source, (bySource.get(session.source) ?? 0) + 1);
+    this.#scheduleWrite();
   }
 
   /** Ends, unproven, every exchange whose session expired by `now` (and retries a failed write). */
@@ -169,17 +197,22 @@ export class PakeSessions {
   writeNow(): void {
     this.#writeScheduled = false;
     if (this.#unwritten.size === 0) return;
-    const ends = new Map(this.#unwritten);
+    const ends = new Map([...this.#unwritten].map(([codeId, bySource]) => [codeId, new Map(bySource)]));
     try {
       this.#o.writeUnproven(ends);
     } catch (error) {
       this.#o.onWriteError(error);
       return;
     }
-    for (const [codeId, n] of ends) {
-      const left = (this.#unwritten.get(codeId) ?? 0) - n;
-      if (left > 0) this.#unwritten.set(codeId, left);
-      else this.#unwritten.delete(codeId);
+    // What was written comes off; ends added meanwhile (none: this is synchronous) would stay.
+    for (const [codeId, bySource] of ends) {
+      const left = this.#unwritten.get(codeId);
+      for (const [source, n] of bySource) {
+        const rest = (left?.get(source) ?? 0) - n;
+        if (rest > 0) left!.set(source, rest);
+        else left?.delete(source);
+      }
+      if (left?.size === 0) this.#unwritten.delete(codeId);
     }
   }
 

@@ -22,6 +22,14 @@ export interface JoinCodeRow {
   revokedAt: number | null;
 }
 
+/** Where a code's counted attempts came from: a source (an address, or an IPv6 prefix) and how many. */
+export interface AttemptSourceRow {
+  source: string;
+  attempts: number;
+  /** When its last counted attempt ended, epoch ms. */
+  lastAt: number;
+}
+
 /** A registration as stored. Times are epoch ms. */
 export interface JoinRow {
   id: string;

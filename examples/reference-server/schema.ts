@@ -46,6 +46,12 @@ export const MIGRATIONS: readonly string[] = [
   `,
   // How many steps the install plans, when the joiner says (ProgressReport.totalSteps).
   `ALTER TABLE joins ADD COLUMN total_steps INTEGER;`,
+  // Who a code's counted attempts came from, so the operator sees who burned it.
+  `
+  CREATE TABLE join_code_attempts (
+    code_id TEXT NOT NULL REFERENCES join_codes(id), source TEXT NOT NULL,
+    attempts INTEGER NOT NULL, last_at INTEGER NOT NULL, PRIMARY KEY (code_id, source));
+  `,
 ];
 
 /** A JSON column's value: the JSON text, or NULL for none. */

@@ -12,7 +12,7 @@ import type { AddressInfo } from "node:net";
 import { isIP } from "node:net";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
-import { issueNodeCertificate, writeFileDurably } from "@stratum/join/server";
+import { disableSessionTickets, issueNodeCertificate, writeFileDurably } from "@stratum/join/server";
 import { adminRouter, type AdminDeps } from "./admin-api.js";
 import { PERMISSIONS, createToken, putToken, type Permission } from "./auth.js";
 import { Cluster, type UpgradeState } from "./cluster.js";
@@ -212,11 +212,13 @@ async function startAdminServer(options: {
 }): Promise<AdminServer> {
   const { cluster, admin } = options;
   const tls = !isLoopbackHost(admin.host);
-  const leaf = async (): Promise<{ cert: string; key: string; minVersion: "TLSv1.2" }> => {
+  // TLS 1.3 only and no session tickets, as the join listener: every suite is AEAD with forward
+  // secrecy, and no ticket key in memory can decrypt a recorded session (a bearer token in it).
+  const leaf = async (): Promise<{ cert: string; key: string; minVersion: "TLSv1.3" }> => {
     const founder = cluster.store.listMembers()[0]!;
     const hosts = isWildcard(admin.host) ? machineAddresses() : [admin.host];
     const issued = await issueNodeCertificate(cluster.ca, { nodeId: founder.nodeId, hosts });
-    return { cert: `${issued.certPem}${cluster.ca.certPem}`, key: issued.keyPem!, minVersion: "TLSv1.2" };
+    return { cert: `${issued.certPem}${cluster.ca.certPem}`, key: issued.keyPem!, minVersion: "TLSv1.3" };
   };
   const handler = createRequestHandler({
     name: "admin",
@@ -225,6 +227,7 @@ async function startAdminServer(options: {
     router: adminRouter({ cluster, ...options.deps }),
   });
   const server = tls ? createHttpsServer(await leaf(), handler) : createHttpServer(handler);
+  if (tls) disableSessionTickets(server as HttpsServer);
   server.keepAliveTimeout = ADMIN_KEEP_ALIVE_MS;
   answerClientErrors(server, { name: "admin", log: options.log });
   await new Promise<void>((resolve, reject) => {

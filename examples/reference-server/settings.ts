@@ -106,7 +106,8 @@ export const SETTINGS: readonly Setting[] = [
   {
     env: "STRATUM_ADMIN_ADDR",
     default: "127.0.0.1:8080",
-    meaning: "plain HTTP on loopback; HTTPS with a cluster-CA leaf on any other address",
+    meaning:
+      "plain HTTP on loopback; HTTPS (TLS 1.3 only, no session tickets) with a cluster-CA leaf on any other address",
     apply: (config, value) => void (config.adminAddr = value),
   },
   {
@@ -178,13 +179,13 @@ export const SETTINGS: readonly Setting[] = [
   count(
     "STRATUM_RATE_CALLS",
     DEFAULT_LIMITS.perAddressCalls,
-    "join-listener calls (pake, code checks, registrations) per address per window",
+    "join-listener calls (pake, code checks, registrations) per address (IPv6: per prefix) per window",
     (c, n) => void (limits(c).perAddressCalls = n),
   ),
   count(
     "STRATUM_RATE_REGISTRATIONS",
     DEFAULT_LIMITS.perAddressRegistrations,
-    "new registrations per address per window",
+    "new registrations per address (IPv6: per prefix) per window",
     (c, n) => void (limits(c).perAddressRegistrations = n),
   ),
   count(
@@ -192,6 +193,25 @@ export const SETTINGS: readonly Setting[] = [
     DEFAULT_LIMITS.perAddressWindowSeconds,
     "the window of both per-address limits",
     (c, n) => void (limits(c).perAddressWindowSeconds = n),
+  ),
+  count(
+    "STRATUM_IPV6_PREFIX_LENGTH",
+    DEFAULT_LIMITS.ipv6PrefixLength,
+    "IPv6 sources count per prefix of this length in the per-address limits and a code's attempt sources (128: per address)",
+    (c, n) => void (limits(c).ipv6PrefixLength = n),
+    128,
+  ),
+  count(
+    "STRATUM_LIVE_KE2_BURST",
+    DEFAULT_LIMITS.liveKe2Burst,
+    "KE2s answered for live codes at once, founder-wide, before any is proven (then every KE1 gets 503 `JOIN_CODE_BUSY`)",
+    (c, n) => void (limits(c).liveKe2Burst = n),
+  ),
+  count(
+    "STRATUM_LIVE_KE2_PER_MINUTE",
+    DEFAULT_LIMITS.liveKe2PerMinute,
+    "how fast that budget refills; a proven exchange gives its KE2 back at once",
+    (c, n) => void (limits(c).liveKe2PerMinute = n),
   ),
   count(
     "STRATUM_RELEASE_FILES_AT_ONCE",
@@ -202,8 +222,32 @@ export const SETTINGS: readonly Setting[] = [
   count(
     "STRATUM_BODY_BYTES",
     DEFAULT_LIMITS.bodyBytes,
-    "the largest JSON request body, progress reports aside",
+    "the largest JSON request body of the admin API",
     (c, n) => void (limits(c).bodyBytes = n),
+  ),
+  count(
+    "STRATUM_PAKE_BODY_BYTES",
+    DEFAULT_LIMITS.pakeBodyBytes,
+    "the largest KE1 request (`POST /v1/join/pake`; a KE1 is about 200 bytes)",
+    (c, n) => void (limits(c).pakeBodyBytes = n),
+  ),
+  count(
+    "STRATUM_CODE_CHECK_BODY_BYTES",
+    DEFAULT_LIMITS.codeCheckBodyBytes,
+    "the largest code check (`POST /v1/join/code-checks`)",
+    (c, n) => void (limits(c).codeCheckBodyBytes = n),
+  ),
+  count(
+    "STRATUM_REGISTRATION_BODY_BYTES",
+    DEFAULT_LIMITS.registrationBodyBytes,
+    "the largest registration (`POST /v1/join/registrations`, its inventory included)",
+    (c, n) => void (limits(c).registrationBodyBytes = n),
+  ),
+  count(
+    "STRATUM_BODIES_IN_FLIGHT_BYTES",
+    DEFAULT_LIMITS.bodiesInFlightBytes,
+    "request bodies the join listener holds at once, all requests together (then 429 `RATE_LIMITED`)",
+    (c, n) => void (limits(c).bodiesInFlightBytes = n),
   ),
   count(
     "STRATUM_PROGRESS_BODY_BYTES",

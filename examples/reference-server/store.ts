@@ -15,7 +15,7 @@
 import { EventEmitter } from "node:events";
 import { chmodSync, closeSync, existsSync, openSync } from "node:fs";
 import type { JoinState } from "@stratum/join";
-import type { AuditEntry, JoinCodeRow, JoinRow, MemberRow, TokenRow } from "./rows.js";
+import type { AttemptSourceRow, AuditEntry, JoinCodeRow, JoinRow, MemberRow, TokenRow } from "./rows.js";
 import {
   JOIN_COLUMNS,
   MIGRATIONS,
@@ -225,6 +225,26 @@ export class Store extends EventEmitter {
       "SELECT * FROM join_codes WHERE revoked_at IS NULL AND expires_at > ? ORDER BY seq DESC",
       now,
     ).map(codeFrom);
+  }
+
+  /** Adds `n` counted attempts from `source` to what a code keeps of where its attempts came from. */
+  addAttemptSource(codeId: string, source: string, n: number, at: number): void {
+    this.#run(
+      `INSERT INTO join_code_attempts (code_id, source, attempts, last_at) VALUES (?, ?, ?, ?)
+       ON CONFLICT (code_id, source) DO UPDATE SET attempts = attempts + excluded.attempts, last_at = excluded.last_at`,
+      codeId,
+      source,
+      n,
+      at,
+    );
+  }
+
+  /** Where a code's counted attempts came from, the most first (at most as many as its attempts). */
+  attemptSources(codeId: string): AttemptSourceRow[] {
+    return this.#many(
+      "SELECT source, attempts, last_at FROM join_code_attempts WHERE code_id = ? ORDER BY attempts DESC, last_at DESC",
+      codeId,
+    ).map((r) => ({ source: r.source as string, attempts: r.attempts as number, lastAt: r.last_at as number }));
   }
 
   /** Sets a code's attempt counter. */

@@ -13,7 +13,7 @@ import {
   type NodeJoin,
   type Registration,
 } from "@stratum/join";
-import type { JoinCodeRow, JoinRow, MemberRow, StoredAssignment } from "./rows.js";
+import type { AttemptSourceRow, JoinCodeRow, JoinRow, MemberRow, StoredAssignment } from "./rows.js";
 
 /** An ISO 8601 time from epoch ms. */
 export const iso = (ms: number): string => new Date(ms).toISOString();
@@ -24,12 +24,26 @@ export function codeState(code: JoinCodeRow, now: number): "live" | "expired" | 
   return code.expiresAt <= now ? "expired" : "live";
 }
 
-/** A join code as listed. */
-export function joinCodeView(code: JoinCodeRow, now: number, registrations: number): JoinCodeInfo {
+/** A join code as listed, with where its counted attempts came from. */
+export function joinCodeView(
+  code: JoinCodeRow,
+  now: number,
+  registrations: number,
+  sources: readonly AttemptSourceRow[],
+): JoinCodeInfo {
   return {
     id: code.id,
     selector: code.selector,
     attempts: code.attempts,
+    ...(sources.length > 0
+      ? {
+          attemptSources: sources.map((s) => ({
+            source: s.source,
+            attempts: s.attempts,
+            lastAttemptAt: iso(s.lastAt),
+          })),
+        }
+      : {}),
     endpoint: code.endpoint,
     caFingerprint: code.caFingerprint,
     state: codeState(code, now),

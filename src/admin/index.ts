@@ -11,8 +11,9 @@ import type { components, paths } from "../../generated/api.js";
 import type { Input } from "../types.js";
 import { problemFromResponse } from "../core/problem.js";
 import { throwIfAborted } from "../core/retry.js";
-import { NetworkError, ResponseValidationError, StratumApiError, StratumError, TimeoutError } from "../errors/index.js";
+import { NetworkError, ResponseValidationError, StratumError, TimeoutError } from "../errors/index.js";
 import type { AdminOperationId, ResponseValidator } from "../schemas/index.js";
+import { ADMIN_OPERATIONS, type AdminOperation } from "./operations.js";
 import { describeUnanswered, linkSignals, transportCause } from "./transport.js";
 import {
   watchJoins,
@@ -226,85 +227,15 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     },
   });
 
-  async function call<T>(
-    operationId: AdminOperationId,
-    operation: string,
-    send: (init: SendInit) => Promise<{ data?: T }>,
-    callOptions: CallOptions = {},
-  ): Promise<T> {
-    return (await exchange(operationId, operation, send, callOptions)).data;
-  }
-
-  /** One call, its answer's body (validated when asked) and the response it came in. */
-  async function exchange<T>(
-    operationId: AdminOperationId,
-    operation: string,
-    send: (init: SendInit) => Promise<{ data?: T; response?: Response }>,
-    callOptions: CallOptions = {},
-    accepts: Accepts = {},
-  ): Promise<{ data: T; response: Response | undefined }> {
-    const { signal } = callOptions;
-    throwIfAborted(signal);
-    const authorization = `Bearer ${await resolveToken()}`;
-    throwIfAborted(signal);
-    const timeoutMs = callOptions.timeoutMs ?? defaultTimeoutMs;
-    // What a message about no answer names: the request as sent (the real path, not the
-    // template), once it is built; the host of baseUrl before that. Never a header or a query.
-    let sent: Request | undefined;
-    const unanswered = () => describeUnanswered(operationId, sent, baseUrl);
-    const deadline = timeoutMs === undefined ? undefined : new AbortController();
-    const timer = deadline
-      ? setTimeout(
-          () => deadline.abort(new TimeoutError(`${unanswered()} got no answer within ${timeoutMs} ms`)),
-          timeoutMs,
-        )
-      : undefined;
-    const linked = linkSignals(signal, deadline?.signal);
-    // Refusals are turned into errors here, while the response's body is still unread
-    // (openapi-fetch would otherwise read it into its `error`).
-    const refusals: Middleware = {
-      onRequest({ request }) {
-        sent = request;
-        return undefined;
-      },
-      async onResponse({ response }) {
-        if (response.ok || (accepts.notModified && response.status === 304)) return undefined;
-        throw await problemFromResponse(response, operation);
-      },
-    };
-    let data: unknown;
-    let response: Response | undefined;
-    try {
-      ({ data, response } = await send({
-        signal: linked.signal,
-        headers: { Authorization: authorization },
-        middleware: [refusals],
-      }));
-    } catch (error) {
-      if (signal?.aborted) throw error; // the caller's abort, as it is
-      if (StratumError.is(error)) throw error; // a refusal, or the deadline's TimeoutError
-      if (deadline?.signal.aborted)
-        throw new TimeoutError(`${unanswered()} got no answer within ${timeoutMs} ms`, { cause: error });
-      if (error instanceof SyntaxError)
-        throw new ResponseValidationError(operation, [{ path: "", message: "the body is not JSON" }]);
-      throw new NetworkError(`${unanswered()} got no answer: ${transportCause(error)}`, { cause: error });
-    } finally {
-      clearTimeout(timer);
-      linked.dispose();
-    }
-    if (validate && response?.status !== 304) {
-      const result = validate(operationId, data);
-      if (!result.success) throw new ResponseValidationError(operation, result.issues);
-      data = result.data;
-    }
-    return { data: data as T, response };
-  }
+  const context: CallContext = { baseUrl, resolveToken, validate, defaultTimeoutMs };
 
   async function pollNodeJoins(o: PollNodeJoinsOptions = {}): Promise<JoinListPoll> {
     const { etag, signal } = o;
+    const JOINS = ADMIN_OPERATIONS.listNodeJoins.path;
     const waitSeconds = etag === undefined ? 0 : (o.waitSeconds ?? 0);
     const base = o.timeoutMs ?? defaultTimeoutMs;
-    const { data, response } = await exchange(
+    const { data, response } = await adminCall(
+      context,
       "listNodeJoins",
       `GET ${JOINS}`,
       (init) =>
@@ -321,90 +252,123 @@ export function createAdminClient(options: AdminClientOptions): AdminClient {
     return { changed: true, items: data.items, ...(data.capacity ? { capacity: data.capacity } : {}), etag: answered };
   }
 
-  const JOIN_CODES = "/v1/admin/cluster/join-codes";
-  const JOIN_CODE = "/v1/admin/cluster/join-codes/{codeId}";
-  const JOINS = "/v1/admin/cluster/joins";
-  const JOIN = "/v1/admin/cluster/joins/{joinId}";
-  const APPROVE = "/v1/admin/cluster/joins/{joinId}/approve";
-  const APPROVAL_PREVIEW = "/v1/admin/cluster/joins/{joinId}/approval-preview";
-  const REJECT = "/v1/admin/cluster/joins/{joinId}/reject";
-  const RETRY = "/v1/admin/cluster/joins/{joinId}/retry";
-  const EXPIRE = "/v1/admin/cluster/joins/{joinId}/expire";
-  const FAIL = "/v1/admin/cluster/joins/{joinId}/fail";
-  const MEMBERS = "/v1/admin/cluster/members";
-  const NETWORKS = "/v1/admin/cluster/networks";
-  const CA_ROTATIONS = "/v1/admin/cluster/ca-rotations";
-  const UPGRADE = "/v1/admin/cluster/upgrade";
-
-  const client: AdminClient = {
-    mintJoinCode: (request, o) =>
-      call("mintJoinCode", `POST ${JOIN_CODES}`, (init) => raw.POST(JOIN_CODES, { ...init, body: request ?? {} }), o),
-    listJoinCodes: (o) => call("listJoinCodes", `GET ${JOIN_CODES}`, (init) => raw.GET(JOIN_CODES, init), o),
-    revokeJoinCode: (codeId, o) =>
-      call(
-        "revokeJoinCode",
-        `DELETE ${JOIN_CODE}`,
-        (init) => raw.DELETE(JOIN_CODE, { ...init, params: { path: { codeId } } }),
-        o,
-      ),
-    listNodeJoins: (o) => call("listNodeJoins", `GET ${JOINS}`, (init) => raw.GET(JOINS, init), o),
-    pollNodeJoins,
-    getNodeJoin: (joinId, o) =>
-      call("getNodeJoin", `GET ${JOIN}`, (init) => raw.GET(JOIN, { ...init, params: { path: { joinId } } }), o),
-    approveNodeJoin: (joinId, approval, o) =>
-      call(
-        "approveNodeJoin",
-        `POST ${APPROVE}`,
-        (init) => raw.POST(APPROVE, { ...init, params: { path: { joinId } }, body: approval ?? {} }),
-        o,
-      ),
-    previewApproval: async (joinId, approval, o) => {
-      const preview = await call(
-        "previewApproval",
-        `POST ${APPROVAL_PREVIEW}`,
-        (init) => raw.POST(APPROVAL_PREVIEW, { ...init, params: { path: { joinId } }, body: approval ?? {} }),
-        o,
+  /**
+   * The method of one row of the table: its arguments (the path parameter, the body, the call
+   * options, in that order) into the request, the answer's body into its result.
+   */
+  function method(operationId: AdminOperationId): (...args: unknown[]) => Promise<unknown> {
+    const row: AdminOperation = ADMIN_OPERATIONS[operationId];
+    const operation = `${row.method.toUpperCase()} ${row.path}`;
+    const request = raw.request as unknown as (
+      method: string,
+      path: string,
+      init: object,
+    ) => Promise<{ data?: unknown }>;
+    return async (...args) => {
+      let next = 0;
+      const id = row.pathParam ? args[next++] : undefined;
+      const body = row.body ? args[next++] : undefined;
+      const { data } = await adminCall(
+        context,
+        operationId,
+        operation,
+        (init) =>
+          request(row.method, row.path, {
+            ...init,
+            ...(row.pathParam ? { params: { path: { [row.pathParam]: id } } } : {}),
+            ...(row.body ? { body: body ?? (row.body === "optional" ? {} : undefined) } : {}),
+          }),
+        args[next] as CallOptions | undefined,
       );
-      // The refusal the approval would get, thrown as the approval would throw it.
-      if (preview.refusal) throw new StratumApiError(preview.refusal.status, preview.refusal);
-      if (!preview.assignment)
-        throw new ResponseValidationError(`POST ${APPROVAL_PREVIEW}`, [
-          { path: "", message: "neither an assignment nor a refusal" },
-        ]);
-      return { assignment: preview.assignment };
-    },
-    rejectNodeJoin: (joinId, rejection, o) =>
-      call(
-        "rejectNodeJoin",
-        `POST ${REJECT}`,
-        (init) => raw.POST(REJECT, { ...init, params: { path: { joinId } }, body: rejection }),
-        o,
-      ),
-    expireNodeJoin: (joinId, o) =>
-      call(
-        "expireNodeJoin",
-        `POST ${EXPIRE}`,
-        (init) => raw.POST(EXPIRE, { ...init, params: { path: { joinId } } }),
-        o,
-      ),
-    retryNodeJoin: (joinId, o) =>
-      call("retryNodeJoin", `POST ${RETRY}`, (init) => raw.POST(RETRY, { ...init, params: { path: { joinId } } }), o),
-    failNodeJoin: (joinId, failure, o) =>
-      call(
-        "failNodeJoin",
-        `POST ${FAIL}`,
-        (init) => raw.POST(FAIL, { ...init, params: { path: { joinId } }, body: failure }),
-        o,
-      ),
-    listClusterMembers: (o) => call("listClusterMembers", `GET ${MEMBERS}`, (init) => raw.GET(MEMBERS, init), o),
-    getClusterNetworks: (o) => call("getClusterNetworks", `GET ${NETWORKS}`, (init) => raw.GET(NETWORKS, init), o),
-    rotateClusterCa: (o) => call("rotateClusterCa", `POST ${CA_ROTATIONS}`, (init) => raw.POST(CA_ROTATIONS, init), o),
-    setClusterUpgrade: (upgrade, o) =>
-      call("setClusterUpgrade", `PUT ${UPGRADE}`, (init) => raw.PUT(UPGRADE, { ...init, body: upgrade }), o),
+      return row.answer ? row.answer(data as never, operation) : data;
+    };
+  }
+
+  const operations = Object.fromEntries(
+    (Object.keys(ADMIN_OPERATIONS) as AdminOperationId[]).map((id) => [id, method(id)]),
+  ) as unknown as Pick<AdminClient, AdminOperationId>;
+  const client: AdminClient = {
+    ...operations,
+    pollNodeJoins,
     watchJoins: (watchOptions) => watchJoins(client, watchOptions),
     raw,
   };
   return client;
+}
+
+/** What every call of one client shares. */
+interface CallContext {
+  baseUrl: string;
+  resolveToken: () => Promise<string>;
+  validate: ResponseValidator | undefined;
+  defaultTimeoutMs: number | undefined;
+}
+
+/** One call of the admin API: its answer's body (validated when asked) and the response it came in. */
+async function adminCall<T>(
+  context: CallContext,
+  operationId: AdminOperationId,
+  operation: string,
+  send: (init: SendInit) => Promise<{ data?: T; response?: Response }>,
+  callOptions: CallOptions = {},
+  accepts: Accepts = {},
+): Promise<{ data: T; response: Response | undefined }> {
+  const { baseUrl, resolveToken, validate, defaultTimeoutMs } = context;
+  const { signal } = callOptions;
+  throwIfAborted(signal);
+  const authorization = `Bearer ${await resolveToken()}`;
+  throwIfAborted(signal);
+  const timeoutMs = callOptions.timeoutMs ?? defaultTimeoutMs;
+  // What a message about no answer names: the request as sent (the real path, not the
+  // template), once it is built; the host of baseUrl before that. Never a header or a query.
+  let sent: Request | undefined;
+  const unanswered = () => describeUnanswered(operationId, sent, baseUrl);
+  const deadline = timeoutMs === undefined ? undefined : new AbortController();
+  const timer = deadline
+    ? setTimeout(
+        () => deadline.abort(new TimeoutError(`${unanswered()} got no answer within ${timeoutMs} ms`)),
+        timeoutMs,
+      )
+    : undefined;
+  const linked = linkSignals(signal, deadline?.signal);
+  // Refusals are turned into errors here, while the response's body is still unread
+  // (openapi-fetch would otherwise read it into its `error`).
+  const refusals: Middleware = {
+    onRequest({ request }) {
+      sent = request;
+      return undefined;
+    },
+    async onResponse({ response }) {
+      if (response.ok || (accepts.notModified && response.status === 304)) return undefined;
+      throw await problemFromResponse(response, operation);
+    },
+  };
+  let data: unknown;
+  let response: Response | undefined;
+  try {
+    ({ data, response } = await send({
+      signal: linked.signal,
+      headers: { Authorization: authorization },
+      middleware: [refusals],
+    }));
+  } catch (error) {
+    if (signal?.aborted) throw error; // the caller's abort, as it is
+    if (StratumError.is(error)) throw error; // a refusal, or the deadline's TimeoutError
+    if (deadline?.signal.aborted)
+      throw new TimeoutError(`${unanswered()} got no answer within ${timeoutMs} ms`, { cause: error });
+    if (error instanceof SyntaxError)
+      throw new ResponseValidationError(operation, [{ path: "", message: "the body is not JSON" }]);
+    throw new NetworkError(`${unanswered()} got no answer: ${transportCause(error)}`, { cause: error });
+  } finally {
+    clearTimeout(timer);
+    linked.dispose();
+  }
+  if (validate && response?.status !== 304) {
+    const result = validate(operationId, data);
+    if (!result.success) throw new ResponseValidationError(operation, result.issues);
+    data = result.data;
+  }
+  return { data: data as T, response };
 }
 
 /**

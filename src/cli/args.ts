@@ -6,29 +6,11 @@
  */
 
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { StratumError } from "../errors/index.js";
+import { CliError } from "../errors/cli.js";
 import type { Output } from "./output.js";
 import { closest } from "./suggest.js";
 
-/**
- * An error of the CLI itself: `USAGE` (a flag or argument is missing or wrong; exit 2),
- * `FILE_ERROR` (a file named on the command line cannot be read or written; exit 15),
- * `JOIN_SESSION_MISSING`, `NO_UPGRADE`. Like every SDK error it carries no secret.
- */
-export class CliError extends StratumError {
-  /** The command whose `--help` explains the usage, for `USAGE`. */
-  readonly command: string | undefined;
-
-  constructor(
-    code: "USAGE" | "FILE_ERROR" | "JOIN_SESSION_MISSING" | "NO_UPGRADE",
-    message: string,
-    options: { command?: string; cause?: unknown } = {},
-  ) {
-    super(code, message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = "CliError";
-    this.command = options.command;
-  }
-}
+export { CliError } from "../errors/cli.js";
 
 /** One flag of a command. */
 export interface FlagSpec {
@@ -39,8 +21,14 @@ export interface FlagSpec {
   short?: string | undefined;
   /** The value's placeholder in help, e.g. `DIR`. */
   value?: string | undefined;
-  /** One line of help. */
+  /** One line of help (`--help` and docs/cli.md add "(required)" to a required flag's). */
   description: string;
+  /**
+   * The command cannot run without it (given, or from `env`). Read it with {@link requiredFlag}
+   * (or {@link requiredList}), whose `USAGE` error (`--NAME is required`) comes from this spec,
+   * where the action reads it: the action's other checks keep their order.
+   */
+  required?: boolean | undefined;
   /** An environment variable read when the flag is absent. */
   env?: string | undefined;
   /** Accepted but not shown in help: an old spelling kept so that existing scripts go on working. */
@@ -215,19 +203,50 @@ function parseFailure(error: unknown, spec: CommandSpec, known: readonly string[
   return message;
 }
 
-/** A string flag's value, or a `USAGE` error naming it when it is required and absent. */
-export function stringFlag(args: ParsedArgs, name: string, command: CommandSpec, required: true): string;
-export function stringFlag(args: ParsedArgs, name: string, command: CommandSpec, required?: false): string | undefined;
-export function stringFlag(args: ParsedArgs, name: string, command: CommandSpec, required = false): string | undefined {
+/** A flag's help text: its description, and "(required)" when its spec says so. */
+export function flagDescription(flag: FlagSpec): string {
+  return flag.required ? `${flag.description} (required)` : flag.description;
+}
+
+/**
+ * The `USAGE` error of a required flag that is absent, naming its environment variable if it
+ * has one. A flag its spec does not mark `required` is a mistake of the CLI's own (its help
+ * would not say so), refused as such.
+ */
+function missingFlag(name: string, command: CommandSpec): CliError {
+  const flag = command.flags[name];
+  if (!flag?.required)
+    throw new Error(`--${name} of ${command.path.join(" ")} is read as required but its spec does not say so`);
+  const env = flag.env;
+  return new CliError("USAGE", `--${name} is required${env ? ` (or set ${env})` : ""}`, {
+    command: command.path.join(" "),
+  });
+}
+
+/** A string flag's value; undefined when absent (or empty). */
+export function stringFlag(args: ParsedArgs, name: string, _command?: CommandSpec): string | undefined {
   const value = args.values[name];
-  if (typeof value === "string" && value !== "") return value;
-  if (required) {
-    const env = command.flags[name]?.env;
-    throw new CliError("USAGE", `--${name} is required${env ? ` (or set ${env})` : ""}`, {
-      command: command.path.join(" "),
-    });
-  }
-  return undefined;
+  return typeof value === "string" && value !== "" ? value : undefined;
+}
+
+/**
+ * The value of a flag its spec marks `required`.
+ * @throws CliError `USAGE` `--NAME is required` when it is absent all the same
+ */
+export function requiredFlag(args: ParsedArgs, name: string, command: CommandSpec): string {
+  const value = stringFlag(args, name, command);
+  if (value === undefined) throw missingFlag(name, command);
+  return value;
+}
+
+/**
+ * The values of a repeatable flag its spec marks `required`.
+ * @throws CliError `USAGE` `--NAME is required` when it is absent
+ */
+export function requiredList(args: ParsedArgs, name: string, command: CommandSpec): string[] {
+  const values = listFlag(args, name);
+  if (values.length === 0) throw missingFlag(name, command);
+  return values;
 }
 
 /** A repeatable flag's values (empty when absent). */

@@ -12,7 +12,8 @@ import { writeDelivery, type WrittenDelivery } from "../node/delivery.js";
 import { checkDestinations, type PlacedSecret, type SecretDestinations } from "../node/secret-destinations.js";
 import type { Delivery } from "../types.js";
 import { stringFlag, type CommandContext, type CommandSpec, type ParsedArgs } from "./args.js";
-import { IDENTITY_FILES, readJsonFile } from "./files.js";
+import { MACHINE_DIR_FILES, readJsonFile } from "./files.js";
+import { printable } from "./style.js";
 
 /** An example `--secrets` file, as the refusal shows it. */
 const EXAMPLE =
@@ -31,7 +32,7 @@ export async function readSecretsFlag(
   const file = stringFlag(args, "secrets", command);
   if (file === undefined) return undefined;
   const destinations = (await readJsonFile(file, "secrets file")) as SecretDestinations;
-  checkDestinations(destinations, join(dir, IDENTITY_FILES.delivery));
+  checkDestinations(destinations, join(dir, MACHINE_DIR_FILES.delivery));
   return destinations;
 }
 
@@ -65,7 +66,7 @@ export async function writeDeliveryOf(
   delivery: Delivery,
   secrets: SecretDestinations | undefined,
 ): Promise<WrittenDelivery> {
-  const target = join(dir, IDENTITY_FILES.delivery);
+  const target = join(dir, MACHINE_DIR_FILES.delivery);
   let written: WrittenDelivery;
   try {
     written = await writeDelivery(target, delivery, {
@@ -87,7 +88,7 @@ export async function writeDeliveryOf(
     throw error;
   }
   // One short line per home: the field, then where (as wide as a real machine's paths allow).
-  ctx.out.say(`delivery for ${delivery.nodeId} written to ${target}`);
+  ctx.out.say(`delivery for ${printable(delivery.nodeId)} written to ${target}`);
   for (const [field, list] of Object.entries(written.secrets))
     for (const placed of list) ctx.out.say(`  ${field.padEnd(16)} ${describePlaced(placed)}`);
   return written;

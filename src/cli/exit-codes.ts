@@ -102,13 +102,14 @@ export const EXIT_CODE_TABLE: readonly ExitCodeRow[] = [
     exit: 10,
     summary: "possible attack: do not retry blindly, do not approve",
     meaning:
-      "possible attack: the listener or the channel is not who it claims (a relay between the machine and the cluster); do not retry blindly, do not approve",
+      "possible attack: the listener or the channel is not who it claims (a relay between the machine and the cluster, or an unproven listener refusing as a cluster's never does); do not retry blindly, do not approve",
     codes: [
       "LISTENER_CERTIFICATE",
       "BINDING_MISMATCH",
       "PAIRING_MISMATCH",
       "JOIN_BINDING_FAILED",
       "CONNECTION_INTERCEPTED",
+      "REFUSAL_UNPROVEN",
     ],
   },
   {
@@ -148,7 +149,7 @@ export const EXIT_CODE_TABLE: readonly ExitCodeRow[] = [
     exit: 15,
     summary: "a local file or directory cannot be used",
     meaning:
-      "local state: the identity directory, session file, delivery directory, a secret's destination, the TPM or another file cannot be used",
+      "local state: the machine directory, session file, delivery directory, a secret's destination, the TPM or another file cannot be used",
     codes: [
       "IDENTITY_INVALID",
       "IDENTITY_MISMATCH",

@@ -1,5 +1,5 @@
 /**
- * The joiner's directory (`--identity DIR`) is the library's machine directory
+ * The machine directory (`--identity DIR`) is the library's
  * (`openMachineDirectory`, src/node/machine-dir.ts): `cert.pem` (0644) and `key.pem` (0600),
  * the machine identity; `session.json`, the join session stage 2 needs; `release/<version>/`,
  * a downloaded release; `delivery/`, the delivery. Plus reading and writing the files named on
@@ -20,8 +20,8 @@ import {
 import { errorCode, writeFileDurably } from "../fs/durable.js";
 import { CliError } from "./args.js";
 
-/** File names inside the identity directory (the machine directory of `@stratum/join/node`). */
-export const IDENTITY_FILES = MACHINE_DIRECTORY_FILES;
+/** File names inside the machine directory (`MACHINE_DIRECTORY_FILES` of `@stratum/join/node`). */
+export const MACHINE_DIR_FILES = MACHINE_DIRECTORY_FILES;
 
 /** Reads a text file named on the command line; a missing or unreadable file is `FILE_ERROR`. */
 export async function readTextFile(path: string, what: string): Promise<string> {
@@ -67,7 +67,7 @@ export async function writeFileAtomic(
 }
 
 /** The machine identity of `dir`, and whether it was created by this call. */
-export interface IdentityDir {
+export interface OpenedMachineDir {
   identity: MachineIdentity;
   created: boolean;
   dir: string;
@@ -80,10 +80,10 @@ export interface IdentityDir {
  * there: `openMachineDirectory` of `@stratum/join/node`, the one layout the library, the CLI
  * and the demo share.
  */
-export async function openIdentityDir(
+export async function openMachineDir(
   dir: string,
   options: { create: boolean; warn?: (text: string) => void },
-): Promise<IdentityDir> {
+): Promise<OpenedMachineDir> {
   const machine = await openMachineDirectory(dir, {
     create: options.create,
     ...(options.warn ? { onWarning: options.warn } : {}),

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { COMMON_FLAGS, type CommandSpec, type FlagSpec } from "./args.js";
+import { COMMON_FLAGS, flagDescription, type CommandSpec, type FlagSpec } from "./args.js";
 import { EXIT_CODE_TABLE } from "./exit-codes.js";
 import { stripAnsi, visibleWidth, type Style } from "./style.js";
 
@@ -169,7 +169,7 @@ export function commandHelp(spec: CommandSpec, layout: HelpLayout): string {
     ...columns(
       flags.map(([name, flag]) => {
         const extra = [flag.multiple ? "repeatable" : "", flag.env ? `env ${flag.env}` : ""].filter(Boolean).join("; ");
-        return [flagLabel(name, flag), `${flag.description}${extra ? ` (${extra})` : ""}`] as const;
+        return [flagLabel(name, flag), `${flagDescription(flag)}${extra ? ` (${extra})` : ""}`] as const;
       }),
       layout,
       style.bold,

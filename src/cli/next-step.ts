@@ -92,10 +92,17 @@ const BY_EXIT: Record<number, (doc: ErrorDocument, ctx: NextStepContext) => stri
   17: () => "Run this command with Node 20.19 or later (or Bun): npx stratum-join …",
 };
 
+// A refusal from a listener not proven at the time (docs/protocol.md#unproven): whatever it
+// claimed, the person is told that first, and only the claim's own class of next step follows.
+const UNPROVEN =
+  "The join listener had not proven it is the cluster's when it refused: this may not be the cluster speaking, so nothing it said is advice. If it persists, check the network path to the join listener.";
+
 /** The lines that tell a person what to do about `doc` (none for an interruption). */
 export function nextSteps(doc: ErrorDocument, ctx: NextStepContext): string[] {
   const lines: string[] = [];
-  const specific = BY_CODE[doc.code]?.(doc, ctx) ?? BY_EXIT[doc.exitCode]?.(doc, ctx);
+  if (doc.proven === false) lines.push(UNPROVEN);
+  const specific =
+    (doc.proven === false ? undefined : BY_CODE[doc.code]?.(doc, ctx)) ?? BY_EXIT[doc.exitCode]?.(doc, ctx);
   if (specific) lines.push(specific);
   // Exit 10 always carries the warning, even when a code has its own line above.
   if (doc.exitCode === 10 && BY_CODE[doc.code]) lines.push(BY_EXIT[10]!(doc, ctx)!);

@@ -4,7 +4,10 @@
  *   and anything meant for a person (the pairing code, each state, progress) goes to stderr;
  * - no secret is printed: every API object passes through `redact`, the admin token is never
  *   an input of any output, and a minted join code is printed only by the one call whose
- *   purpose that is, marked as shown once.
+ *   purpose that is, marked as shown once;
+ * - no peer's text reaches a terminal as the peer wrote it: the lines a person reads are built
+ *   from strings made {@link printable} (errors here, tables in {@link table}, views by each
+ *   command with `printableView`), and JSON documents escape what a terminal would act on.
  * @module
  */
 
@@ -14,7 +17,15 @@ import { StratumError } from "../errors/index.js";
 import { exitCodeFor, isInterruption } from "./exit-codes.js";
 import { nextSteps } from "./next-step.js";
 import { DEFAULT_WIDTH, wrap } from "./help.js";
-import { colourWanted, createStyle, stripAnsi, visibleWidth, type Style } from "./style.js";
+import {
+  colourWanted,
+  createStyle,
+  printable,
+  stripAnsi,
+  terminalSafeJson,
+  visibleWidth,
+  type Style,
+} from "./style.js";
 
 /** A stream the CLI writes text to (`process.stdout`, or a capture in tests). */
 export interface TextSink {
@@ -129,7 +140,7 @@ export class Output {
 
   #emit(document: unknown, human: string | readonly string[]): void {
     this.clearProgress();
-    if (this.json) this.#io.stdout.write(`${JSON.stringify(document, null, 2)}\n`);
+    if (this.json) this.#io.stdout.write(`${terminalSafeJson(document)}\n`);
     else for (const line of typeof human === "string" ? [human] : human) this.#io.stdout.write(`${line}\n`);
   }
 
@@ -157,28 +168,34 @@ export class Output {
     const exitCode = exitCodeFor(error, options.signal);
     const document = errorDocument(error, exitCode);
     if (this.json) {
-      this.#io.stdout.write(`${JSON.stringify({ error: document }, null, 2)}\n`);
+      this.#io.stdout.write(`${terminalSafeJson({ error: document })}\n`);
       return exitCode;
     }
     const s = this.errStyle;
-    const text = document.message.startsWith(`${document.code}:`)
-      ? document.message.slice(document.code.length + 1).trimStart()
-      : document.message;
+    // The message and everything below may quote a peer (a refusal's detail, field errors).
+    const text = printable(
+      document.message.startsWith(`${document.code}:`)
+        ? document.message.slice(document.code.length + 1).trimStart()
+        : document.message,
+    );
     // After Ctrl-C the terminal has echoed "^C" where the cursor was: start a line of our own.
     const lines = [
-      `${isInterruption(exitCode) && this.#io.isTTY ? "\n" : ""}${s.bold("stratum-join:")} ${s.red(s.bold(`${document.code}:`))} ${text}`,
+      `${isInterruption(exitCode) && this.#io.isTTY ? "\n" : ""}${s.bold("stratum-join:")} ${s.red(s.bold(`${printable(document.code)}:`))} ${text}`,
     ];
     const fieldErrors = document.errors as { field: string; message: string }[] | undefined;
     for (const problem of fieldErrors ?? []) {
       const hint = options.fieldHint?.(problem.field);
-      lines.push(`  - ${problem.field || "(request)"}: ${problem.message}${hint ? ` (${hint})` : ""}`);
+      lines.push(
+        `  - ${printable(problem.field || "(request)")}: ${printable(problem.message)}${hint ? ` (${hint})` : ""}`,
+      );
     }
     const details = document.details as Record<string, unknown> | undefined;
     for (const [key, value] of Object.entries(details ?? {})) {
-      if (["string", "number", "boolean"].includes(typeof value)) lines.push(`  ${key}: ${String(value)}`);
+      if (["string", "number", "boolean"].includes(typeof value))
+        lines.push(`  ${printable(key)}: ${printable(String(value))}`);
     }
     if (typeof document.retryAfter === "number") lines.push(`  retry in ${document.retryAfter} s`);
-    if (typeof document.requestId === "string") lines.push(`  request id: ${document.requestId}`);
+    if (typeof document.requestId === "string") lines.push(`  request id: ${printable(document.requestId)}`);
     const suggestion = suggestionOf(error);
     if (suggestion !== undefined) {
       // The fix of one adjacent swap is the real join code, a secret: shown to the person at
@@ -254,6 +271,10 @@ const FIELDS = [
   "rule",
   "path",
   "attempts",
+  // UnprovenRefusalError: the refusal is not proven to be the cluster's.
+  "proven",
+  "claimedCode",
+  "step",
   "feature",
   "runtime",
   // SecretDestinationError: the bundle fields concerned, and those already in their homes.
@@ -361,14 +382,16 @@ export function formatBytes(bytes: number): string {
 }
 
 /**
- * A text table: a header row (in bold where `style` paints) and left-aligned columns. `paint`
- * colours a cell after it is padded, so escapes never throw the columns out of line.
+ * A text table: a header row (in bold where `style` paints) and left-aligned columns. Cells
+ * are made {@link printable} (they are mostly a peer's strings), then `paint` colours a cell
+ * after it is padded, so escapes never throw the columns out of line.
  */
 export function table(
   headers: readonly string[],
-  rows: readonly (readonly string[])[],
+  unsafeRows: readonly (readonly string[])[],
   options: { style?: Style; paint?: (cell: string, column: number, raw: string) => string } = {},
 ): string[] {
+  const rows = unsafeRows.map((row) => row.map(printable));
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
   const line = (cells: readonly string[], paint: (cell: string, column: number, raw: string) => string) =>
     cells

@@ -101,3 +101,50 @@ export function stripAnsi(text: string): string {
 export function visibleWidth(text: string): number {
   return [...stripAnsi(text)].length;
 }
+
+// What a terminal acts on or hides, as it may arrive in a peer's text (a registrant's host name,
+// a refusal's detail, a failure reason): C0 controls (ESC starts every escape sequence), DEL,
+// C1 controls (0x9B is CSI to a terminal that reads 8-bit controls), the line and paragraph
+// separators, and the invisible format characters that reorder or hide text (bidi overrides
+// and isolates, zero-width characters, the byte order mark).
+// eslint-disable-next-line no-control-regex
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g;
+
+/** The escape a person can read for one unprintable character: `\x1b`, `\u202e`. */
+function visibleEscape(char: string): string {
+  const n = char.codePointAt(0)!;
+  return n < 0x100 ? `\\x${n.toString(16).padStart(2, "0")}` : `\\u${n.toString(16).padStart(4, "0")}`;
+}
+
+/**
+ * `text` as a terminal may show it: every control character, escape and invisible format
+ * character written out as a visible escape (`\x1b[8m` stays on the screen as those six
+ * characters), so a peer's string can neither redraw, colour, hide nor reorder what is around
+ * it. Every string from a peer goes through this before the CLI prints it for a person.
+ */
+export function printable(text: string): string {
+  return text.replace(UNPRINTABLE, visibleEscape);
+}
+
+/** `value` with every string in it (deep: arrays, plain objects) made {@link printable}, for building the lines a person reads. */
+export function printableView<T>(value: T): T {
+  if (typeof value === "string") return printable(value) as T;
+  if (Array.isArray(value)) return value.map((item: unknown) => printableView(item)) as T;
+  if (typeof value === "object" && value !== null && Object.getPrototypeOf(value) === Object.prototype) {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, printableView(item)])) as T;
+  }
+  return value;
+}
+
+// The same characters as JSON may carry them: JSON.stringify writes C0 controls as escapes but
+// leaves C1 controls and the format characters as they are, which a terminal showing the
+// document would act on. Written as \uXXXX, the value stays the same.
+const UNPRINTABLE_IN_JSON = /[\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g;
+
+/** `JSON.stringify(value, null, 2)`, with the characters a terminal acts on escaped (same value). */
+export function terminalSafeJson(value: unknown): string {
+  return JSON.stringify(value, null, 2).replace(
+    UNPRINTABLE_IN_JSON,
+    (c) => `\\u${c.codePointAt(0)!.toString(16).padStart(4, "0")}`,
+  );
+}

@@ -22,7 +22,7 @@ import { watchRegistration } from "../node/registration.js";
 import type { JoinState, Registration } from "../types.js";
 import type { CommandContext } from "./args.js";
 import { writeDeliveryOf } from "./delivery.js";
-import { describeState } from "./joiner.js";
+import { causeOf, describeState } from "./joiner-steps.js";
 
 // Between attempts while the listener is down: at least a second (so the countdown a person
 // sees is never "0 s" and a dead listener is not hammered), doubling to 15 s with full jitter.
@@ -39,44 +39,6 @@ export function stateReporter(ctx: CommandContext): (view: Registration) => void
     const style = ctx.out.style;
     ctx.out.say(`${style.dim(new Date().toISOString().slice(11, 19))}  ${describeState(view, style)}`);
   };
-}
-
-/**
- * What a refusal that is waited out means, for a person at the machine: one line per wait,
- * with what it waits for. Only what the code and the numbers say is repeated, never the
- * listener's free text: a refusal of the first message (the KE1) comes before the listener
- * proved it holds the code (docs/protocol.md#nothing-before-proof).
- */
-export function busyLine(error: StratumApiError, delayMs: number): string {
-  const wait = `trying again in ${Math.max(1, Math.round(delayMs / 1000))} s`;
-  const waiting = error.details?.waiting;
-  const max = error.details?.maxWaiting;
-  switch (error.code) {
-    case "RATE_LIMITED":
-      return typeof waiting === "number" && typeof max === "number"
-        ? `the cluster turned the registration away for now: ${waiting} registrations already wait for an operator's decision, the most it keeps (${max}); approving, rejecting or expiring one frees a slot; ${wait}`
-        : `the join listener is rate limiting this address (RATE_LIMITED); ${wait}`;
-    case "JOIN_CODE_BUSY":
-      return `the join code is busy: other machines are proving it right now (JOIN_CODE_BUSY); ${wait}`;
-    case "UPGRADE_IN_PROGRESS":
-      return `the cluster is upgrading (UPGRADE_IN_PROGRESS); ${wait}`;
-    case "STORAGE_UNAVAILABLE":
-      return `the founder cannot save anything: its disk is full (STORAGE_UNAVAILABLE); ${wait}`;
-    default:
-      return `the join listener is busy (${error.status} ${error.code}); ${wait}`;
-  }
-}
-
-/** The transport's reason for a person: `ECONNREFUSED`, `503 UPGRADE_IN_PROGRESS`, `TIMEOUT`. */
-function causeOf(error: unknown): string {
-  if (error instanceof StratumApiError) return `${error.status} ${error.code}`;
-  let current: unknown = error;
-  for (let depth = 0; depth < 8 && typeof current === "object" && current !== null; depth++) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === "string" && /^(E[A-Z]+|UND_ERR_[A-Z_]+)$/.test(code)) return code;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return StratumError.is(error) ? error.code : "error";
 }
 
 /** The outage line: drawn and counted down on a terminal, plain lines elsewhere, and the "reconnected" line after. */

@@ -65,7 +65,12 @@ export function retryDelay(
  * out within their deadline (docs/protocol.md#deadlines).
  */
 export function isBusyRefusal(error: unknown): error is StratumApiError {
-  return error instanceof StratumApiError && (error.status === 503 || error.status === 429);
+  // A refusal a founder would not send where it came (docs/protocol.md#unproven) is not waited on.
+  return (
+    error instanceof StratumApiError &&
+    (error.status === 503 || error.status === 429) &&
+    error.code !== "REFUSAL_UNPROVEN"
+  );
 }
 
 /** Resolves after `ms`, or rejects with the signal's reason as soon as it aborts. */

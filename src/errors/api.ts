@@ -3,6 +3,7 @@
  * answered something the SDK's schemas do not accept ({@link ResponseValidationError}).
  * @module
  */
+import type { StratumApiErrorCode } from "./codes.js";
 import { StratumError } from "./stratum-error.js";
 
 /** One field's problem in a refusal, at its path (`links[0].interface`, `role`, …). */
@@ -41,6 +42,8 @@ export interface ProblemBody {
  * body was not a problem document. It carries no request header, so never the bearer token.
  */
 export class StratumApiError extends StratumError {
+  /** The API's problem code, or `HTTP_<status>` for an answer without a problem document. */
+  declare readonly code: StratumApiErrorCode;
   /** The HTTP status. */
   readonly status: number;
   /** The request id the server logged this refusal under; quote it in a bug report. */
@@ -57,7 +60,10 @@ export class StratumApiError extends StratumError {
   readonly retryAfter: number | undefined;
 
   constructor(status: number, problem: ProblemBody, retryAfter?: number) {
-    const code = typeof problem.code === "string" && problem.code ? problem.code : `HTTP_${status}`;
+    // A newer founder's code this version does not list is kept as it is (see StratumErrorCode).
+    const code = (
+      typeof problem.code === "string" && problem.code ? problem.code : `HTTP_${status}`
+    ) as StratumApiErrorCode;
     const text = problem.detail ?? problem.title ?? `HTTP ${status}`;
     super(code, `${code}: ${text}`);
     this.name = "StratumApiError";
@@ -86,6 +92,8 @@ export interface ValidationIssue {
  * error: the call succeeded, its data did not. The values themselves are not copied in.
  */
 export class ResponseValidationError extends StratumError {
+  /** Always `RESPONSE_INVALID`. */
+  declare readonly code: "RESPONSE_INVALID";
   /** The operation whose answer was wrong, e.g. `GET /v1/admin/cluster/joins`. */
   readonly operation: string;
   /** What the schema found. */

@@ -6,6 +6,13 @@
  */
 export { StratumError, isAbortError } from "./stratum-error.js";
 export {
+  STRATUM_ERROR_CODES,
+  type StratumErrorCode,
+  type ListedStratumErrorCode,
+  type StratumApiErrorCode,
+  type HttpStatusErrorCode,
+} from "./codes.js";
+export {
   JoinCodeError,
   JoinUrlError,
   PairingCodeError,
@@ -26,7 +33,9 @@ export {
   JoinProtocolError,
   IdentityError,
   RegistrationEndedError,
+  UnprovenRefusalError,
   type JoinProtocolErrorCode,
+  type UnprovenRefusalStep,
   type ListenerCertificateCheck,
 } from "./join.js";
 export {

@@ -24,6 +24,8 @@ const ShownJoinCodeError = { JoinCodeError: class extends StratumError {} }.Join
  * no serialisation of the error shows.
  */
 export class JoinCodeError extends StratumError {
+  /** Always `JOIN_CODE_MALFORMED`. */
+  declare readonly code: "JOIN_CODE_MALFORMED";
   /** What is wrong: nothing typed, the wrong number of symbols, a symbol outside the alphabet, or a failed check symbol. */
   readonly reason: JoinCodeErrorReason;
   /** With `character`: the 1-based position in the input of the offending character. */
@@ -81,6 +83,8 @@ export type JoinUrlErrorReason = "empty" | "scheme" | "host" | "port" | "path";
  * malformed code inside a well-formed URL is a {@link JoinCodeError} instead.
  */
 export class JoinUrlError extends StratumError {
+  /** Always `JOIN_URL_MALFORMED`. */
+  declare readonly code: "JOIN_URL_MALFORMED";
   /** Which part is wrong: nothing given, the scheme, the host, the port, or the path (no code, or more than a code). */
   readonly reason: JoinUrlErrorReason;
 
@@ -96,6 +100,8 @@ export type PairingCodeErrorReason = "empty" | "length" | "character";
 
 /** A pairing code that is not well formed (`code` `PAIRING_CODE_MALFORMED`). */
 export class PairingCodeError extends StratumError {
+  /** Always `PAIRING_CODE_MALFORMED`. */
+  declare readonly code: "PAIRING_CODE_MALFORMED";
   /** What is wrong: nothing given, not 6 symbols, or a character outside the alphabet. */
   readonly reason: PairingCodeErrorReason;
   /** With `character`: the 1-based position (in code points) of the offending character. */

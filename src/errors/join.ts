@@ -6,6 +6,7 @@
  */
 
 import type { Registration } from "../types.js";
+import { StratumApiError } from "./api.js";
 import { StratumError } from "./stratum-error.js";
 
 /** The codes a {@link JoinProtocolError} carries. */
@@ -41,7 +42,12 @@ export type ListenerCertificateCheck =
   /** The leaf's SANs do not name the dialled host or IP. */
   | "name"
   /** The leaf lacks the listener role (URI SAN `urn:stratum:join-listener`). */
-  | "role";
+  | "role"
+  /**
+   * On a later connection: the leaf is neither the one the join proved (its key) nor one the
+   * CA issued since (a reissue), but an older leaf of the cluster's CA.
+   */
+  | "pinned";
 
 /**
  * The join protocol could not go on safely: the listener is not who it claims, the channel
@@ -83,6 +89,8 @@ export class IdentityError extends StratumError {
 
 /** The registration is over in a state the caller did not wait for (`rejected`, `expired`, or another final state). */
 export class RegistrationEndedError extends StratumError {
+  /** Always `REGISTRATION_ENDED`. */
+  declare readonly code: "REGISTRATION_ENDED";
   /** The registration's last view. */
   readonly registration: Registration;
 
@@ -91,5 +99,55 @@ export class RegistrationEndedError extends StratumError {
     super("REGISTRATION_ENDED", `the registration ${registration.joinId} ended ${registration.state}${why}`);
     this.name = "RegistrationEndedError";
     this.registration = registration;
+  }
+}
+
+/**
+ * When an unproven refusal came: `ke1`, in answer to the PAKE's first message, before the
+ * listener proved it holds the join code; `ke3`, in answer to the call that carried KE3,
+ * without the `Join-Binding` that would prove it comes from the listener that proved the code.
+ */
+export type UnprovenRefusalStep = "ke1" | "ke3";
+
+/**
+ * A join listener refused before anything proved it is the cluster's (docs/protocol.md#unproven):
+ * in answer to KE1, or after KE3 without a valid `Join-Binding`. Anyone on the network path can
+ * send such an answer, so nothing of it is kept as the cluster's word: no `detail`, `details`
+ * or field `errors` of the peer (a path, a URL, advice), only its status, its code and its
+ * `Retry-After`.
+ *
+ * `code` is the code the peer claimed when a founder does send it at that step (a busy or
+ * rate-limited founder, an upgrade, a full disk, a stale code at KE1, a restart of the exchange
+ * at KE3, a malformed request, an internal error), so waiting out a busy founder works as
+ * ever; otherwise `code` is `REFUSAL_UNPROVEN` (a refusal a founder never sends there, such as
+ * `RELEASE_MISMATCH` at KE1 or without a binding: someone may be on the line) and the claim is
+ * in {@link UnprovenRefusalError.claimedCode}.
+ */
+export class UnprovenRefusalError extends StratumApiError {
+  /** Always false: this refusal is not proven to come from the cluster. */
+  readonly proven = false;
+  /** The code the peer's answer claimed (`RELEASE_MISMATCH`, …), when it was a code at all; else undefined. */
+  readonly claimedCode: string | undefined;
+  /** When it came ({@link UnprovenRefusalStep}). */
+  readonly step: UnprovenRefusalStep;
+
+  constructor(options: {
+    status: number;
+    /** `REFUSAL_UNPROVEN`, or the peer's code when a founder sends it at this step. */
+    code: string;
+    claimedCode: string | undefined;
+    step: UnprovenRefusalStep;
+    message: string;
+    requestId?: string | undefined;
+    retryAfter?: number | undefined;
+  }) {
+    super(
+      options.status,
+      { code: options.code, detail: options.message, ...(options.requestId ? { requestId: options.requestId } : {}) },
+      options.retryAfter,
+    );
+    this.name = "UnprovenRefusalError";
+    this.claimedCode = options.claimedCode;
+    this.step = options.step;
   }
 }

@@ -33,6 +33,8 @@ export type ReleaseVerificationRule =
  * file belongs.
  */
 export class ReleaseVerificationError extends StratumError {
+  /** Always `RELEASE_UNVERIFIED`. */
+  declare readonly code: "RELEASE_UNVERIFIED";
   /** The rule that failed. */
   readonly rule: ReleaseVerificationRule;
   /** The release path of the file concerned, when the rule is about one file. */
@@ -73,6 +75,8 @@ export type ReleaseDownloadFailure =
  * resumes from them), so retrying the whole download later costs only the missing bytes.
  */
 export class ReleaseDownloadError extends StratumError {
+  /** Always `RELEASE_DOWNLOAD_FAILED`. */
+  declare readonly code: "RELEASE_DOWNLOAD_FAILED";
   /** Why it failed. */
   readonly reason: ReleaseDownloadFailure;
   /** The release path of the file concerned, if any (`payload/manifest.json` for the manifest). */
@@ -98,6 +102,9 @@ export class ReleaseDownloadError extends StratumError {
 
 /** A caller passed options that can never work (no trusted key, a threshold above the key count, a plain-HTTP mirror). Code `INVALID_ARGUMENT`. */
 export class ReleaseArgumentError extends StratumError {
+  /** Always `INVALID_ARGUMENT`. */
+  declare readonly code: "INVALID_ARGUMENT";
+
   constructor(message: string) {
     super("INVALID_ARGUMENT", message);
     this.name = "ReleaseArgumentError";

@@ -17,6 +17,8 @@ export type RuntimeFeature =
 
 /** A call this runtime cannot make; `feature` names what it lacks, `runtime` which runtime this is. */
 export class RuntimeUnsupportedError extends StratumError {
+  /** Always `RUNTIME_UNSUPPORTED`. */
+  declare readonly code: "RUNTIME_UNSUPPORTED";
   /** What the runtime lacks. */
   readonly feature: RuntimeFeature;
   /** The runtime and its version, e.g. `Deno 2.9.6`, `Bun 1.4.4`, `Node v20.20.2`. */

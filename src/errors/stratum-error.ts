@@ -3,6 +3,8 @@
  * @module
  */
 
+import type { StratumErrorCode } from "./codes.js";
+
 const BRAND = Symbol.for("stratum.join.error");
 
 /**
@@ -11,10 +13,10 @@ const BRAND = Symbol.for("stratum.join.error");
  * failures one of the SDK's own codes (`JOIN_CODE_MALFORMED`, `NETWORK`, …).
  */
 export class StratumError extends Error {
-  /** A stable, machine-readable code; docs/errors.md lists them. */
-  readonly code: string;
+  /** A stable, machine-readable code, one of {@link StratumErrorCode}; docs/errors.md lists them. */
+  readonly code: StratumErrorCode;
 
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
+  constructor(code: StratumErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = "StratumError";
     this.code = code;

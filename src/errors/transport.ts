@@ -7,6 +7,9 @@ import { StratumError } from "./stratum-error.js";
 
 /** The request never got an answer: refused, reset, DNS, TLS. The cause is the transport's error. */
 export class NetworkError extends StratumError {
+  /** Always `NETWORK`. */
+  declare readonly code: "NETWORK";
+
   constructor(message: string, options?: { cause?: unknown }) {
     super("NETWORK", message, options);
     this.name = "NetworkError";
@@ -15,6 +18,9 @@ export class NetworkError extends StratumError {
 
 /** A wait of the SDK's own (a `timeoutMs`) ran out. Aborts through a caller's signal are re-thrown as they are, not as this. */
 export class TimeoutError extends StratumError {
+  /** Always `TIMEOUT`. */
+  declare readonly code: "TIMEOUT";
+
   constructor(message: string, options?: { cause?: unknown }) {
     super("TIMEOUT", message, options);
     this.name = "TimeoutError";

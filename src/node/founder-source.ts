@@ -5,13 +5,13 @@
  * registration is `needs-upgrade`.
  * @module
  */
-import { http1Get } from "../release/http1/index.js";
+import { http1Get } from "../transport/http1/index.js";
 import {
   encodeReleasePath,
   requestHeaders,
   type ReleaseFetchResponse,
   type ReleaseSource,
-} from "../release/sources.js";
+} from "../transport/sources.js";
 import type { MachineIdentity } from "./identity.js";
 import type { JoinSession } from "./join-session.js";
 import { connectPinnedSocket } from "./pinned-socket.js";

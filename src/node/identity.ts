@@ -8,8 +8,8 @@
 import { createPrivateKey, createPublicKey, X509Certificate as NodeX509Certificate, type KeyObject } from "node:crypto";
 import { inspect } from "node:util";
 import { IdentityError } from "../errors/index.js";
-import { normalizePem, pkcs8Pem, spkiFingerprint } from "./pki.js";
-import { loadX509 } from "./x509.js";
+import { normalizePem, pkcs8Pem, spkiFingerprint } from "../protocol/pki.js";
+import { loadX509 } from "../protocol/x509.js";
 
 /**
  * A machine identity. `keyPem` is readable but deliberately hidden from `util.inspect`,

@@ -27,9 +27,9 @@ export {
   type CodeCheckResult,
   type RegisterMachineOptions,
   type RegisterResult,
-} from "./joiner.js";
+} from "./join-calls.js";
 export { serializeJoinSession, parseJoinSession, type JoinSession } from "./join-session.js";
-export { CLOCK_TOLERANCE_SECONDS } from "./clock.js";
+export { CLOCK_TOLERANCE_SECONDS } from "../protocol/founder-time.js";
 export { openMachineDirectory, type MachineDirectory, type OpenMachineDirectoryOptions } from "./machine-dir.js";
 export {
   getRegistration,
@@ -70,7 +70,7 @@ export {
   type OsDiskLayout,
   type StackDevice,
 } from "./inventory/index.js";
-export { spkiFingerprint, caFingerprint } from "./pki.js";
+export { spkiFingerprint, caFingerprint } from "../protocol/pki.js";
 export { downloadRelease, type JoinerDownloadReleaseOptions as DownloadReleaseOptions } from "./self-upgrade.js";
 export type {
   DownloadReleaseOptions as ReleaseDownloaderOptions,
@@ -79,7 +79,7 @@ export type {
   ReleaseProgress,
   ReleaseRetryOptions,
   ReleaseMinSpeed,
-} from "../release/download/index.js";
+} from "../transport/download/index.js";
 export type {
   DispatcherSourceOptions,
   MirrorSourceOptions,
@@ -87,7 +87,7 @@ export type {
   ReleaseFetchResponse,
   ReleaseResponseHeaders,
   ReleaseSource,
-} from "../release/sources.js";
+} from "../transport/sources.js";
 export type { ReleaseLimits } from "../release/verify.js";
 export type { ReleasePublicKeyInput } from "../release/keys.js";
 export type { ReleaseFile, ReleaseManifest } from "../release/manifest.js";
@@ -113,9 +113,15 @@ export {
   TimeoutError,
   RuntimeUnsupportedError,
   isAbortError,
+  STRATUM_ERROR_CODES,
+  type StratumErrorCode,
+  type ListedStratumErrorCode,
+  type StratumApiErrorCode,
+  type HttpStatusErrorCode,
   JoinProtocolError,
   IdentityError,
   RegistrationEndedError,
+  UnprovenRefusalError,
   ReleaseVerificationError,
   ReleaseDownloadError,
   ReleaseArgumentError,
@@ -125,6 +131,7 @@ export {
   type TpmErrorReason,
   type JoinProtocolErrorCode,
   type ListenerCertificateCheck,
+  type UnprovenRefusalStep,
   type RuntimeFeature,
   type ReleaseVerificationRule,
   type ReleaseDownloadFailure,

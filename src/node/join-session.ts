@@ -7,7 +7,7 @@
 import { X509Certificate } from "node:crypto";
 import { formatEndpoint, parseEndpoint } from "../core/join-url.js";
 import { StratumError } from "../errors/index.js";
-import { caFingerprint } from "./pki.js";
+import { caFingerprint, type ListenerPin } from "../protocol/pki.js";
 
 /** A registration as the joiner remembers it: where, under which CA, which key, which join. */
 export interface JoinSession {
@@ -34,7 +34,17 @@ export interface JoinSession {
    * (docs/protocol.md#pinned-calls).
    */
   readonly clockOffsetMs?: number | undefined;
+  /**
+   * The key fingerprint of the listener's TLS leaf the PAKE proved (absent in a session written
+   * before it was recorded). Later connections take this key, or a leaf the CA issued no
+   * earlier than {@link JoinSession.listenerNotBefore} (docs/protocol.md#pinned-calls).
+   */
+  readonly listenerKeyFingerprint?: string;
+  /** When the listener's leaf the PAKE proved became valid (RFC 3339); with `listenerKeyFingerprint`. */
+  readonly listenerNotBefore?: string;
 }
+
+const FINGERPRINT = /^([0-9A-Fa-f]{2}:){31}[0-9A-Fa-f]{2}$/;
 
 /** The string fields of the serialised session, in their order; `version` is the literal 1. */
 const STRING_FIELDS = [
@@ -65,6 +75,17 @@ function readShape(value: unknown): JoinSession | string {
     if (!Number.isSafeInteger(record.clockOffsetMs)) return "clockOffsetMs: expected an integer";
     session.clockOffsetMs = record.clockOffsetMs;
   }
+  // The proven listener leaf: both fields or neither, well formed (a session edited to drop or
+  // loosen the pin is refused, not read as one written before pins).
+  const pinned = [record.listenerKeyFingerprint, record.listenerNotBefore];
+  if (pinned.some((v) => v !== undefined)) {
+    if (typeof record.listenerKeyFingerprint !== "string" || !FINGERPRINT.test(record.listenerKeyFingerprint))
+      return "listenerKeyFingerprint: expected a key fingerprint";
+    if (typeof record.listenerNotBefore !== "string" || Number.isNaN(Date.parse(record.listenerNotBefore)))
+      return "listenerNotBefore: expected an RFC 3339 time";
+    session.listenerKeyFingerprint = record.listenerKeyFingerprint.toUpperCase();
+    session.listenerNotBefore = record.listenerNotBefore;
+  }
   return session as unknown as JoinSession;
 }
 
@@ -72,7 +93,11 @@ function readShape(value: unknown): JoinSession | string {
 export function serializeJoinSession(session: JoinSession): string {
   const { version, endpoint, caPem, caFingerprint: ca, joinId, keyFingerprint, pairingCode, release } = session;
   const clock = session.clockOffsetMs === undefined ? {} : { clockOffsetMs: session.clockOffsetMs };
-  return `${JSON.stringify({ version, endpoint, caPem, caFingerprint: ca, joinId, keyFingerprint, pairingCode, release, ...clock }, null, 2)}\n`;
+  const pin =
+    session.listenerKeyFingerprint === undefined
+      ? {}
+      : { listenerKeyFingerprint: session.listenerKeyFingerprint, listenerNotBefore: session.listenerNotBefore };
+  return `${JSON.stringify({ version, endpoint, caPem, caFingerprint: ca, joinId, keyFingerprint, pairingCode, release, ...clock, ...pin }, null, 2)}\n`;
 }
 
 /**
@@ -105,6 +130,12 @@ export function parseJoinSession(json: string | unknown): JoinSession {
     throw new StratumError("JOIN_SESSION_INVALID", "the join session's caPem does not match its caFingerprint");
   }
   return { ...session, endpoint };
+}
+
+/** The listener leaf a session pins ({@link JoinSession.listenerKeyFingerprint}), if it records one. @internal */
+export function sessionListenerPin(session: JoinSession): ListenerPin | undefined {
+  if (session.listenerKeyFingerprint === undefined || session.listenerNotBefore === undefined) return undefined;
+  return { keyFingerprint: session.listenerKeyFingerprint, notBeforeMs: Date.parse(session.listenerNotBefore) };
 }
 
 /** The pinned CA of a session, DER. */

@@ -16,15 +16,8 @@ import { problemFromBody } from "../core/problem.js";
 import { parseRetryAfter } from "../core/retry.js";
 import { NetworkError, ResponseValidationError, type StratumApiError, StratumError } from "../errors/index.js";
 import { PinnedHttp, type IncomingHttpHeaders } from "./pinned-http.js";
-import {
-  bareHost,
-  connectPinnedSocket,
-  hasTlsExporter,
-  peerChainOf,
-  requireTlsExporter,
-  tlsExporter,
-  type OpenPinnedConnectionOptions,
-} from "./pinned-socket.js";
+import { bareHost, connectPinnedSocket, peerChainOf, type OpenPinnedConnectionOptions } from "./pinned-socket.js";
+import { hasTlsExporter, requireTlsExporter, tlsExporter } from "../protocol/tls-exporter.js";
 
 /**
  * A request's deadline when its caller gives none: a long poll holds the request up to 30 s

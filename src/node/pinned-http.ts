@@ -1,24 +1,24 @@
 /**
- * HTTP/1.1 on the pinned socket: one exchange at a time, the connection kept alive between
+ * HTTP/1.1 on the pinned socket: one request at a time, the connection kept alive between
  * them, and never a second socket (docs/protocol.md#binding-transcript: the proof is bound to
  * this connection's TLS exporter).
  *
- * Why not undici: the joiner's calls are small JSON exchanges on one socket the SDK opened and
+ * Why not undici: the joiner's calls are small JSON calls on one socket the SDK opened and
  * checked itself, so a general client brings nothing they need, and it cost the most of an
  * installer's bundle (undici was 520 kB of a 1 MB stage 1, minified), loaded only through a
  * CommonJS `require` of Node built-ins that an ES module bundle cannot do, and is replaced by
  * a runtime's own under Bun. The response reader is the release download's
- * (`src/release/http1/`): the same framing rules, held to llhttp's by a fuzz test.
+ * (`src/transport/http1/`): the same framing rules, held to llhttp's by a fuzz test.
  * @internal
  * @module
  */
 
 import type { TLSSocket } from "node:tls";
 import { JoinProtocolError, StratumError } from "../errors/index.js";
-import { Http1Error } from "../release/http1/error.js";
-import { TOKEN } from "../release/http1/fields.js";
-import { findHeadEnd, framingOf, MAX_HEAD_BYTES, parseHead, type Framing } from "../release/http1/head.js";
-import type { Http1Headers } from "../release/http1/types.js";
+import { Http1Error } from "../transport/http1/error.js";
+import { TOKEN } from "../transport/http1/fields.js";
+import { findHeadEnd, framingOf, MAX_HEAD_BYTES, parseHead, type Framing } from "../transport/http1/head.js";
+import type { Http1Headers } from "../transport/http1/types.js";
 
 /** Response headers: lower-case names, repeated headers as arrays. */
 export type IncomingHttpHeaders = Record<string, string | string[] | undefined>;
@@ -30,7 +30,7 @@ export interface PinnedHttpRequest {
   path: string;
   headers: Record<string, string>;
   body: Uint8Array | undefined;
-  /** Ends the exchange (and the connection: a response half read cannot be skipped). */
+  /** Ends the request (and the connection: a response half read cannot be skipped). */
   signal: AbortSignal;
   maxBodyBytes: number;
   /** `METHOD /path`, for messages. */
@@ -52,19 +52,19 @@ const WITH_BODY = new Set(["POST", "PUT", "PATCH"]);
 
 /**
  * The HTTP/1.1 client on one socket. The socket is referenced (keeps the process alive) only
- * while an exchange is in flight, as undici's idle sockets were not.
+ * while a request is in flight, as undici's idle sockets were not.
  */
 export class PinnedHttp {
   readonly #socket: TLSSocket;
   readonly #authority: string;
-  /** Bytes received and not yet taken by an exchange. */
+  /** Bytes received and not yet taken by a request. */
   #received: Buffer = Buffer.alloc(0);
   #ended = false;
-  /** False once the listener said `Connection: close`, a body was framed by the close, or an exchange broke. */
+  /** False once the listener said `Connection: close`, a body was framed by the close, or a request broke. */
   #reusable = true;
   #queue: Promise<unknown> = Promise.resolve();
   #inFlight = false;
-  /** Wakes the exchange in flight at every event of the socket. */
+  /** Wakes the request in flight at every event of the socket. */
   #wake: (() => void) | undefined;
   #failure: Error | undefined;
 
@@ -88,23 +88,23 @@ export class PinnedHttp {
     socket.unref();
   }
 
-  /** True while a new exchange may start on this socket. */
+  /** True while a new request may start on this socket. */
   get reusable(): boolean {
     return this.#reusable && !this.#ended && !this.#socket.destroyed;
   }
 
   /**
-   * Sends `request` after the exchanges before it, and reads its whole answer. Rejects with a
+   * Sends `request` after the requests before it, and reads its whole answer. Rejects with a
    * StratumError (`RESPONSE_TOO_LARGE`; `CONNECTION_CHANGED`, a JoinProtocolError), an Http1Error or the socket's
    * error as they are: the connection's `request` turns them into its own errors.
    */
   request(request: PinnedHttpRequest): Promise<PinnedHttpResponse> {
-    const run = this.#queue.then(() => this.#exchange(request));
+    const run = this.#queue.then(() => this.#roundTrip(request));
     this.#queue = run.catch(() => undefined);
     return run;
   }
 
-  async #exchange(request: PinnedHttpRequest): Promise<PinnedHttpResponse> {
+  async #roundTrip(request: PinnedHttpRequest): Promise<PinnedHttpResponse> {
     const head = requestHead(request, this.#authority);
     request.signal.throwIfAborted();
     if (!this.reusable)
@@ -113,7 +113,7 @@ export class PinnedHttp {
         "the connection to the join listener was closed; the exchange cannot continue on a new connection, start it again",
       );
     const onAbort = (): void => {
-      // An answer half read cannot be skipped: the connection goes with the exchange (a
+      // An answer half read cannot be skipped: the connection goes with the request (a
       // destroyed socket is never reusable).
       this.#socket.destroy();
       this.#wake?.();
@@ -127,7 +127,7 @@ export class PinnedHttp {
       if (!keepsAlive(response.headers)) this.#reusable = false;
       return response;
     } catch (error) {
-      // a broken exchange ends the connection: what is left of its answer cannot be skipped
+      // a broken request ends the connection: what is left of its answer cannot be skipped
       this.#socket.destroy();
       throw error;
     } finally {

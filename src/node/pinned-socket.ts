@@ -1,73 +1,25 @@
 /**
  * The TLS 1.3 socket to the join listener: opened with the machine's client certificate,
  * refused unless it speaks TLS 1.3, and, once a CA is pinned, refused unless the listener's
- * leaf passes the check of docs/protocol.md#joiner-checks. Also the two things read off that
- * socket that the binding needs, the same on both sides: the RFC 9266 exporter and the peer's
- * chain. {@link openPinnedConnection} puts the HTTP client on top; the release download speaks
- * HTTP on the socket itself.
+ * leaf passes the check of docs/protocol.md#joiner-checks. Also the peer's chain, which the
+ * binding needs (the RFC 9266 exporter, read the same way on both sides, is
+ * `src/protocol/tls-exporter.ts`). {@link openPinnedConnection} puts the HTTP client on top; the
+ * release download speaks HTTP on the socket itself.
  * @module
  */
 
 import { X509Certificate as NodeX509Certificate } from "node:crypto";
 import { isIP, type OnReadOpts } from "node:net";
 import * as tls from "node:tls";
-import {
-  JoinProtocolError,
-  NetworkError,
-  RuntimeUnsupportedError,
-  runtimeName,
-  StratumError,
-  TimeoutError,
-} from "../errors/index.js";
+import { JoinProtocolError, NetworkError, StratumError, TimeoutError } from "../errors/index.js";
 import type { MachineIdentity } from "./identity.js";
-import { verifyPinnedListener } from "./pki.js";
+import { verifyPinnedListener, type ListenerPin } from "../protocol/pki.js";
 
-/** RFC 9266 `tls-exporter` channel binding label; 32 bytes, as docs/protocol.md#binding-transcript fixes. */
-const EXPORTER_LABEL = "EXPORTER-Channel-Binding";
-const EXPORTER_LENGTH = 32;
-const EMPTY_CONTEXT = Buffer.alloc(0);
 /**
  * Time allowed for TCP + TLS when the caller gives none: the listener is on the machine's own
  * network, so a handshake that takes longer than 10 s is not coming.
  */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
-
-/** True when this runtime's TLS sockets have the exporter (Node and Bun do; Deno's `node:tls` has none). */
-export function hasTlsExporter(): boolean {
-  return typeof (tls.TLSSocket.prototype as { exportKeyingMaterial?: unknown }).exportKeyingMaterial === "function";
-}
-
-/**
- * Refuses at once, before anything is sent, a proof this runtime cannot bind to its connection.
- * @throws RuntimeUnsupportedError `tls-exporter` when the runtime's TLS sockets have no exporter
- */
-export function requireTlsExporter(): void {
-  if (hasTlsExporter()) return;
-  const runtime = runtimeName();
-  throw new RuntimeUnsupportedError(
-    "tls-exporter",
-    runtime,
-    `${runtime} cannot prove a join code: its TLS sockets have no exporter (exportKeyingMaterial), which binds the proof to the connection; run the joiner on Node 20.19+ or Bun`,
-  );
-}
-
-/**
- * The RFC 9266 TLS exporter of a TLS 1.3 socket: 32 bytes for label `EXPORTER-Channel-Binding`.
- * Called with an empty context, as RFC 9266 specifies. In TLS 1.3 (RFC 8446 7.5) "no context"
- * and "empty context" are the same computation and Node/OpenSSL agree (checked in
- * test/node/pinned-connection.test.ts); still, the joiner and the listener both call this
- * helper so they can never disagree on it.
- * @throws JoinProtocolError `TLS_FAILED` if the socket is not (or no longer) TLS 1.3;
- *   RuntimeUnsupportedError `tls-exporter` where the runtime has no exporter
- */
-export function tlsExporter(socket: tls.TLSSocket): Uint8Array {
-  if (typeof (socket as { exportKeyingMaterial?: unknown }).exportKeyingMaterial !== "function") requireTlsExporter();
-  // Before TLS 1.3 the exporter without extended master secret is not a safe channel binding.
-  if (socket.getProtocol() !== "TLSv1.3") {
-    throw new JoinProtocolError("TLS_FAILED", "the TLS exporter is only used on a TLS 1.3 connection");
-  }
-  return new Uint8Array(socket.exportKeyingMaterial(EXPORTER_LENGTH, EXPORTER_LABEL, EMPTY_CONTEXT));
-}
 
 /**
  * The certificates the peer presented, DER, leaf first, following Node's issuer links and
@@ -107,12 +59,23 @@ export interface OpenPinnedConnectionOptions {
    * the founder's time, or at this machine's own clock should it have been fixed since.
    */
   clockOffsetMs?: number | undefined;
+  /**
+   * With `ca`: the listener leaf the PAKE proved (the join session's). Its key is taken, or a
+   * leaf the CA issued no earlier; an older leaf of the CA is refused (`check` `pinned`).
+   */
+  listenerPin?: ListenerPin | undefined;
   /** SNI to send; default: `host` when it is a name (never an IP literal, RFC 6066). */
   servername?: string | undefined;
   /** Aborts the connection attempt; the abort is re-thrown as is. */
   signal?: AbortSignal | undefined;
   /** Time allowed for TCP + TLS (default 10 s); then `TimeoutError`. */
   connectTimeoutMs?: number | undefined;
+}
+
+/** A socket error that says the peer cut the connection, not that it refused the handshake. */
+function cutOff(error: Error): boolean {
+  const code = (error as NodeJS.ErrnoException).code;
+  return code === "ECONNRESET" || code === "EPIPE";
 }
 
 /** `host` without the brackets of an IPv6 literal. */
@@ -175,15 +138,21 @@ export function connectPinnedSocket(options: OpenPinnedConnectionOptions, onread
     signal?.addEventListener("abort", onAbort, { once: true });
     const onError = (error: Error): void =>
       fail(
-        tcpConnected
+        // A handshake the peer cut (reset, closed: a listener restarting) is the network's
+        // failure, tried again like a refused connection; an alert or a protocol error is TLS's.
+        tcpConnected && !cutOff(error)
           ? new JoinProtocolError(
               "TLS_FAILED",
               `TLS 1.3 handshake with ${options.host}:${options.port} failed: ${error.message}`,
               { cause: error },
             )
-          : new NetworkError(`cannot connect to ${options.host}:${options.port}: ${error.message}`, { cause: error }),
+          : new NetworkError(
+              `${tcpConnected ? "the TLS handshake with" : "cannot connect to"} ${options.host}:${options.port} ${tcpConnected ? "was cut" : "failed"}: ${error.message}`,
+              { cause: error },
+            ),
       );
-    const onClose = (): void => onError(new Error("the connection closed during the handshake"));
+    const onClose = (): void =>
+      onError(Object.assign(new Error("the connection closed during the handshake"), { code: "ECONNRESET" }));
     const cleanup = (): void => {
       settled = true;
       clearTimeout(timer);
@@ -213,6 +182,7 @@ export function connectPinnedSocket(options: OpenPinnedConnectionOptions, onread
             caDer: options.ca,
             dialledHost: host,
             clockOffsetMs: options.clockOffsetMs,
+            pin: options.listenerPin,
             openSslError: socket.authorized ? undefined : String(socket.authorizationError),
           });
         }

@@ -2,41 +2,38 @@
  * Proving a join code on ONE TLS 1.3 connection with the machine's client certificate, and
  * the one call that proof authorises (docs/protocol.md#binding-headers), within the call's deadline:
  *  1. the code is parsed locally: a typo never reaches the network or costs an attempt;
- *  2. KE1 → `POST /v1/join/pake` → KE2 and the cluster CA (a KE1 refused as busy, 503
- *     `JOIN_CODE_BUSY` or 429, is waited out and sent again on a fresh connection; so is a
- *     KE3 call refused as busy, with a fresh exchange);
- *  3. `finishLogin` with the server identifier of that CA: if it fails, the listener did not
- *     prove the code and nothing more is sent;
- *  4. the listener's TLS leaf must chain to that CA, be valid (at the founder's time, from the
- *     answer's `serverTime`, when this machine's clock is more than 5 minutes off), name the
- *     dialled host and carry the listener role; only then is the CA pinned;
- *  5. KE3 in the seeded body of the next call, with `Join-Binding` (HMAC over a transcript that
- *     includes the TLS exporter and `serverTime`, so a relay that terminates TLS fails it: the listener says so
- *     with 401 `JOIN_BINDING_FAILED`, reported as `CONNECTION_INTERCEPTED`);
- *  6. the answer's `Join-Binding` is checked before the body is trusted.
+ *  2. KE1 → `POST /v1/join/pake` → KE2 and the cluster CA; `finishLogin` with the server
+ *     identifier of that CA (else the listener did not prove the code and nothing more is
+ *     sent); the listener's TLS leaf must chain to that CA, name the dialled host and carry the
+ *     listener role (pake-exchange.ts);
+ *  3. the leaf's dates, by this machine's clock; a leaf that fails by it while the founder's
+ *     time (the answer's `serverTime`) is more than 5 minutes away is judged by the founder's
+ *     time only once that time is authenticated: first a code check that carries only the
+ *     release, whose bound answer authenticates it, then a fresh exchange for the call itself
+ *     (docs/protocol.md#founder-time). Nothing about the machine goes out before;
+ *  4. KE3 in the seeded body of the call, with `Join-Binding`; the answer's `Join-Binding` is
+ *     checked before its body is trusted, a refusal's too. A refusal of KE1, or of the KE3 call
+ *     without the binding, is unproven (unproven.ts, docs/protocol.md#unproven).
+ * What is waited out and tried again with a fresh exchange on a fresh connection, while the
+ * deadline leaves room (docs/protocol.md#deadlines): a refusal as busy (503, 429), a listener
+ * that cannot be reached or cuts the connection (refused, reset; a registration is idempotent
+ * by its key, so one whose answer was lost is found again), and, once, `JOIN_PAKE_RESTART`.
  * @module
  */
-import { X509Certificate } from "node:crypto";
-import { fromBase64Url } from "../core/bytes.js";
-import { checkTimeout, withDeadline, within, type Deadline } from "../core/deadline.js";
+import { checkTimeout, withDeadline, type Deadline } from "../core/deadline.js";
 import { parseJoinCode, type JoinCode } from "../core/join-code.js";
 import { formatEndpoint, parseEndpoint, parseJoinUrl } from "../core/join-url.js";
-import { bindingTranscript, clientBinding, deriveBindingKeys, verifyBinding } from "../core/pairing.js";
 import { isBusyRefusal, retryDelay, sleep, throwIfAborted } from "../core/retry.js";
-import { JoinProtocolError, StratumApiError, StratumError } from "../errors/index.js";
-import { loadAnswerSchemas, parseAnswer } from "./answers.js";
+import { JoinProtocolError, NetworkError, StratumApiError, StratumError, TimeoutError } from "../errors/index.js";
+import { loadAnswerSchemas } from "./answers.js";
 import type { MachineIdentity } from "./identity.js";
-import { finishLogin, loadOpaque, startLogin } from "./opaque.js";
-import {
-  openPinnedConnection,
-  refusalOf,
-  responseHeader,
-  type PinnedConnection,
-  type PinnedResponse,
-} from "./pinned-connection.js";
+import { loadOpaque } from "../protocol/opaque.js";
+import { openPinnedConnection, type PinnedConnection, type PinnedResponse } from "./pinned-connection.js";
 import { DEFAULT_CONNECT_TIMEOUT_MS } from "./pinned-socket.js";
-import { caFingerprint, verifyListenerCertificate } from "./pki.js";
-import { founderNow, measureClockOffset } from "./clock.js";
+import { CLOCK_TOLERANCE_SECONDS, founderNow } from "../protocol/founder-time.js";
+import { proveCode, sendProof, type Proof } from "./pake-exchange.js";
+
+export type { Proof } from "./pake-exchange.js";
 
 /** Where the join listener is and which code to prove: a join URL, or an endpoint and a code. */
 export type JoinTarget =
@@ -67,6 +64,13 @@ export const DEFAULT_JOIN_TIMEOUT_MS = 120_000;
 // machines refused together must not come back together (full jitter), and an exchange frees
 // its slot within seconds, so a few seconds between tries is enough.
 const BUSY_BACKOFF = { baseMs: 1_000, maxMs: 8_000 };
+// Backoff while the listener cannot be reached or cuts connections: a founder restarting (a
+// crash, an upgrade) is back within seconds, and machines cut off together must not come back
+// together either.
+const TRANSPORT_BACKOFF = { baseMs: 500, maxMs: 8_000 };
+
+/** The code check, whose fields say nothing about the machine (docs/protocol.md#founder-time). */
+const CODE_CHECKS = "/v1/join/code-checks";
 
 /** Options every call that proves a code takes. */
 export interface ProveOptions {
@@ -84,11 +88,14 @@ export interface ProveOptions {
   /** Time allowed for TCP + TLS of each connection (default 10 s, and never past `timeoutMs`). */
   connectTimeoutMs?: number | undefined;
   /**
-   * Told before each wait for a busy code or founder (503, e.g. `JOIN_CODE_BUSY` or
-   * `STORAGE_UNAVAILABLE`, or 429, to the KE1 or to the call KE3 carries), with the refusal
-   * and the wait in ms: e.g. to show "the founder is busy, retrying in 3 s".
+   * Told before each wait and fresh exchange, with what caused it and the wait in ms: a busy
+   * code or founder (a `StratumApiError` with status 503, e.g. `JOIN_CODE_BUSY` or
+   * `STORAGE_UNAVAILABLE`, or 429, to the KE1 or to the call KE3 carries), or a listener that
+   * could not be reached or cut the connection (`NetworkError`, `TimeoutError` of a connection
+   * attempt, `JoinProtocolError` `CONNECTION_CHANGED`): e.g. to show "the founder is busy,
+   * retrying in 3 s" or "the listener is unreachable (ECONNREFUSED), retrying in 2 s".
    */
-  onRetry?: ((error: StratumApiError, delayMs: number) => void) | undefined;
+  onRetry?: ((error: StratumError, delayMs: number) => void) | undefined;
 }
 
 /**
@@ -128,213 +135,197 @@ export function readTarget(target: JoinTarget): Target {
   };
 }
 
-function pemToDer(pem: string): Uint8Array {
-  try {
-    return new Uint8Array(new X509Certificate(pem).raw);
-  } catch (cause) {
-    throw new JoinProtocolError(
-      "LISTENER_CERTIFICATE",
-      "the listener's answer carries no readable cluster CA certificate",
-      { cause, check: "missing" },
-    );
-  }
+/** The call a proof authorises, as {@link proveAndCall} makes it. */
+export interface ProvenCall {
+  /** `/v1/join/code-checks` or `/v1/join/registrations`. */
+  path: string;
+  /** The call's body, given the proof's `pake` and the founder's time as this call takes it. */
+  body: (pake: { session: string; ke3: string }, proof: Pick<Proof, "clockOffsetMs">) => Record<string, unknown>;
+  /**
+   * What a code check sends when the founder's time must be authenticated first: only what the
+   * installer carries (its release), nothing about the machine.
+   */
+  release: string;
+  selfUpgrade?: boolean | undefined;
 }
 
-/** A proof in progress: what the KE3 call needs and what its answer is checked against. */
-export interface Proof {
-  session: string;
-  ke3: string;
-  bindingHeader: string;
-  ks: Uint8Array;
-  pairingKey: Uint8Array;
-  transcript: Uint8Array;
-  caPem: string;
-  caDer: Uint8Array;
-  caFingerprint: string;
-  /** The founder's time minus this machine's, ms, measured at the PAKE answer. */
-  clockOffsetMs: number;
+/** What {@link proveAndCall} returns. */
+export interface ProvenAnswer {
+  response: PinnedResponse;
+  /** The exchange that carried the call; its `clockOffsetMs` authenticated by the answer. */
+  proof: Proof;
+  /**
+   * Pairing keys of earlier exchanges of this call whose KE3 call went out but whose answer was
+   * lost (the connection cut): the founder may have applied it (a registration is then found
+   * again, with the pairing code of that exchange).
+   */
+  lostPairingKeys: Uint8Array[];
 }
 
-/**
- * Steps 2–4 on `connection`: KE1/KE2, `finishLogin`, the listener's leaf, the binding.
- * Returns only when the listener proved the code and its certificate passed every check.
- * @throws StratumApiError for a refused KE1 (503 `JOIN_CODE_BUSY`, 429, …)
- */
-async function proveCode(
-  connection: PinnedConnection,
-  target: Target,
-  keyFingerprint: string,
-  deadline: Deadline,
-): Promise<Proof> {
-  const login = await startLogin(target.code.code);
-  const response = await connection.request({
-    method: "POST",
-    path: "/v1/join/pake",
-    json: { selector: target.code.selector, ke1: login.ke1 },
-    ...within(deadline),
-  });
-  const receivedAtMs = Date.now();
-  if (response.status !== 200) throw refusalOf(response, "POST /v1/join/pake");
-  const challenge = await parseAnswer("PakeChallengeSchema", "POST /v1/join/pake", response.json);
-  // Measured before the Argon2 below, which would otherwise count as clock difference.
-  const clockOffsetMs = measureClockOffset(challenge.serverTime, receivedAtMs);
-  const caDer = pemToDer(challenge.caCertificate);
-  throwIfAborted(deadline.signal);
-  const finished = await finishLogin({ state: login.state, ke2: challenge.ke2, code: target.code.code, caDer });
-  // Argon2 blocks the event loop: a deadline that passed meanwhile is noticed here.
-  throwIfAborted(deadline.signal);
-  if (!finished) {
-    throw new JoinProtocolError(
-      "LISTENER_NOT_PROVEN",
-      `the join listener at ${target.endpoint} did not prove the join code: the code is mistyped, or this is not the cluster's join listener. Nothing more was sent.`,
-    );
-  }
-  // docs/protocol.md#founder-time: a clock more than 5 minutes off judges by the founder's time.
-  verifyListenerCertificate({
-    chain: connection.peerChainDer(),
-    caDer,
-    dialledHost: target.host,
-    now: founderNow(clockOffsetMs),
-  });
-  const ca = caFingerprint(caDer);
-  const keys = await deriveBindingKeys(finished.sessionKey);
-  const transcript = await bindingTranscript({
-    session: challenge.session,
-    ke1: fromBase64Url(login.ke1),
-    ke2: fromBase64Url(challenge.ke2),
-    caFingerprint: ca,
-    clientKeyFingerprint: keyFingerprint,
-    exporter: connection.exporter(),
-    serverTime: challenge.serverTime,
-  });
-  return {
-    session: challenge.session,
-    ke3: finished.ke3,
-    bindingHeader: await clientBinding(keys.kc, transcript),
-    ks: keys.ks,
-    pairingKey: keys.pairingKey,
-    transcript,
-    caPem: new X509Certificate(caDer).toString(),
-    caDer,
-    caFingerprint: ca,
-    clockOffsetMs,
-  };
+/** True for a failure of the transport, not an answer: nothing said the call was refused. */
+function isTransportFailure(error: unknown): boolean {
+  if (error instanceof NetworkError || error instanceof TimeoutError) return true;
+  return error instanceof JoinProtocolError && error.code === "CONNECTION_CHANGED";
 }
+
+const offsetPastTolerance = (ms: number): boolean => Math.abs(ms) > CLOCK_TOLERANCE_SECONDS * 1000;
 
 /**
- * The KE3 call on the connection the proof is bound to, and the checks of its answer: a
- * refusal becomes its typed error (a failed channel binding after a verified KE3 is an
- * intercepted connection), and a success must carry this exchange's `Join-Binding` before
- * anything of its body is used.
- */
-async function sendProof(
-  connection: PinnedConnection,
-  proof: Proof,
-  path: string,
-  body: Record<string, unknown>,
-  deadline: Deadline,
-): Promise<PinnedResponse> {
-  const response = await connection.request({
-    method: "POST",
-    path,
-    headers: { "join-binding": proof.bindingHeader },
-    json: body,
-    ...within(deadline),
-  });
-  if (response.status >= 400) {
-    const refusal = refusalOf(response, `POST ${path}`);
-    if (refusal.code === "JOIN_BINDING_FAILED") {
-      throw new JoinProtocolError(
-        "CONNECTION_INTERCEPTED",
-        "the connection to the join listener is intercepted: the listener verified the join code but not the TLS channel it came over, so something between this machine and the listener terminates TLS and relays the exchange. Nothing was recorded; do not retry on this network path.",
-        { cause: refusal },
-      );
-    }
-    throw refusal;
-  }
-  if (!(await verifyBinding(proof.ks, proof.transcript, responseHeader(response, "join-binding")))) {
-    throw new JoinProtocolError(
-      "BINDING_MISMATCH",
-      "the join listener's answer does not carry the channel binding of this exchange: the connection is relayed or tampered with; its answer was not used",
-    );
-  }
-  return response;
-}
-
-/**
- * Runs the whole exchange and the KE3 call on one connection, within the call's deadline.
- * A KE1, or the call KE3 carries, refused as busy (503 or 429) is waited out (its
- * `Retry-After`, else backoff with jitter) and tried again with a fresh exchange on a fresh
- * connection, while the deadline leaves room for the wait; else that refusal is thrown. A `JOIN_PAKE_RESTART` answer or a connection lost before KE3 was sent
- * starts one fresh exchange on a fresh connection: the server dropped the first one, so
- * nothing is replayed.
+ * Runs exchanges until one carries the call and its answer verifies, within the call's
+ * deadline (see the module's comment for what is waited out and tried again).
  */
 export async function proveAndCall(
   target: Target,
   identity: MachineIdentity,
-  path: string,
-  body: (pake: { session: string; ke3: string }, proof: Pick<Proof, "clockOffsetMs">) => Record<string, unknown>,
+  call: ProvenCall,
   options: ProveOptions,
-): Promise<{ response: PinnedResponse; proof: Proof }> {
+): Promise<ProvenAnswer> {
   checkTimeout("timeoutMs", options.timeoutMs);
   checkTimeout("connectTimeoutMs", options.connectTimeoutMs);
-  const what = `POST ${path} with the join listener at ${target.endpoint}`;
+  const what = `POST ${call.path} with the join listener at ${target.endpoint}`;
   return withDeadline(options.timeoutMs ?? DEFAULT_JOIN_TIMEOUT_MS, options.signal, what, async (deadline) => {
-    let restarted = false;
-    let busyWaits = 0;
+    const calls = new ExchangeRun(target, identity, call, options, deadline);
     for (;;) {
-      throwIfAborted(deadline.signal);
-      const connection = await openPinnedConnection({
-        host: target.host,
-        port: target.port,
-        identity,
+      const answer = await calls.attempt();
+      if (answer) return answer;
+    }
+  });
+}
+
+/** The exchanges of one call, and what each teaches the next. */
+class ExchangeRun {
+  /** The founder's time minus this machine's, once an answer bound to it verified. */
+  #authenticatedOffsetMs: number | undefined;
+  #restarted = false;
+  #busyWaits = 0;
+  #transportWaits = 0;
+  readonly #lostPairingKeys: Uint8Array[] = [];
+
+  constructor(
+    private readonly target: Target,
+    private readonly identity: MachineIdentity,
+    private readonly call: ProvenCall,
+    private readonly options: ProveOptions,
+    private readonly deadline: Deadline,
+  ) {}
+
+  /** One exchange: the answer when it carried the call, undefined when another must follow. */
+  async attempt(): Promise<ProvenAnswer | undefined> {
+    const { deadline } = this;
+    throwIfAborted(deadline.signal);
+    let connection: PinnedConnection | undefined;
+    let sent: Proof | undefined;
+    try {
+      connection = await openPinnedConnection({
+        host: this.target.host,
+        port: this.target.port,
+        identity: this.identity,
         signal: deadline.signal,
         connectTimeoutMs: Math.max(
           1,
-          Math.min(options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, deadline.remainingMs()),
+          Math.min(this.options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, deadline.remainingMs()),
         ),
       });
-      let ke3Sent = false;
-      try {
-        const proof = await proveCode(connection, target, identity.keyFingerprint, deadline);
-        if (!connection.alive) {
-          throw new JoinProtocolError(
-            "CONNECTION_CHANGED",
-            "the join listener closed the connection before KE3; the proof is bound to it",
-          );
-        }
-        ke3Sent = true;
-        const response = await sendProof(
-          connection,
-          proof,
-          path,
-          body({ session: proof.session, ke3: proof.ke3 }, proof),
-          deadline,
+      const proof = await proveCode(connection, this.target, this.identity.keyFingerprint, deadline);
+      const timeCheck = this.#judgeDates(proof) && this.call.path !== CODE_CHECKS;
+      if (!connection.alive) {
+        throw new JoinProtocolError(
+          "CONNECTION_CHANGED",
+          "the join listener closed the connection before KE3; the proof is bound to it",
         );
-        return { response, proof };
-      } catch (error) {
-        if (deadline.signal.aborted) throw error;
-        // A busy founder (503: its disk full, an upgrade; 429) refused the KE1, or the call the
-        // proven KE3 carried with nothing done: waited out, then a fresh exchange. A proven
-        // exchange never counts as an attempt, so starting again costs the code nothing.
-        if (isBusyRefusal(error)) {
-          const delay = retryDelay(busyWaits++, error.retryAfter, BUSY_BACKOFF);
-          // A wait the deadline cannot hold: the founder's answer says more than a timeout would.
-          if (delay >= deadline.remainingMs()) throw error;
-          options.onRetry?.(error, delay);
-          await connection.close();
-          await sleep(delay, deadline.signal);
-          continue;
-        }
-        const restart =
-          !restarted &&
-          ((error instanceof StratumApiError && error.code === "JOIN_PAKE_RESTART") ||
-            (!ke3Sent && error instanceof JoinProtocolError && error.code === "CONNECTION_CHANGED"));
-        if (!restart) throw error;
-        restarted = true;
-      } finally {
-        await connection.close();
       }
+      const offset = this.#authenticatedOffsetMs ?? proof.clockOffsetMs;
+      const pake = { session: proof.session, ke3: proof.ke3 };
+      sent = proof;
+      const response = await sendProof(
+        connection,
+        proof,
+        {
+          endpoint: this.target.endpoint,
+          path: timeCheck ? CODE_CHECKS : this.call.path,
+          body: timeCheck
+            ? {
+                pake,
+                release: this.call.release,
+                ...(this.call.selfUpgrade !== undefined ? { selfUpgrade: this.call.selfUpgrade } : {}),
+              }
+            : this.call.body(pake, { clockOffsetMs: offset }),
+          onBound: () => this.#authenticated(proof),
+        },
+        deadline,
+      );
+      // The founder's time is now known; the call itself goes in a fresh exchange.
+      if (timeCheck) return undefined;
+      return {
+        response,
+        proof: { ...proof, clockOffsetMs: this.#authenticatedOffsetMs ?? offset },
+        lostPairingKeys: [...this.#lostPairingKeys],
+      };
+    } catch (error) {
+      await this.#recover(error, sent, connection);
+      return undefined;
+    } finally {
+      await connection?.close();
     }
-  });
+  }
+
+  /**
+   * The leaf's dates before KE3 (docs/protocol.md#founder-time): by the founder's time once it
+   * is authenticated, else by this machine's clock. True when they fail by this machine's clock
+   * and the founder's time, not authenticated yet, is more than the tolerance away: then they
+   * are judged once an answer authenticates that time, and the KE3 call must carry nothing
+   * about the machine.
+   * @throws JoinProtocolError `LISTENER_CERTIFICATE` `validity`
+   */
+  #judgeDates(proof: Proof): boolean {
+    if (this.#authenticatedOffsetMs !== undefined) {
+      proof.listener.assertValidAt(founderNow(this.#authenticatedOffsetMs));
+      return false;
+    }
+    const now = new Date();
+    if (proof.listener.validAt(now)) return false;
+    if (!offsetPastTolerance(proof.clockOffsetMs)) proof.listener.assertValidAt(now);
+    return true;
+  }
+
+  /**
+   * An answer bound to `proof`'s exchange verified: its `serverTime` is the founder's. Past the
+   * tolerance, the leaf is judged by that time (a leaf that passed only by this machine's
+   * wrong clock, or waited for it, is expired or not yet valid in the founder's time).
+   * @throws JoinProtocolError `LISTENER_CERTIFICATE` `validity`
+   */
+  #authenticated(proof: Proof): void {
+    const offset = this.#authenticatedOffsetMs ?? proof.clockOffsetMs;
+    if (offsetPastTolerance(offset)) proof.listener.assertValidAt(founderNow(offset));
+    this.#authenticatedOffsetMs = offset;
+  }
+
+  /** Waits before the next exchange when `error` allows one; else throws it. */
+  async #recover(error: unknown, sent: Proof | undefined, connection: PinnedConnection | undefined): Promise<void> {
+    const { deadline, options } = this;
+    if (deadline.signal.aborted) throw error;
+    let delay: number;
+    if (isBusyRefusal(error)) {
+      // A busy founder (503: its disk full, an upgrade; 429) refused the KE1, or the call the
+      // proven KE3 carried with nothing done. A proven exchange never counts as an attempt, so
+      // starting again costs the code nothing.
+      delay = retryDelay(this.#busyWaits++, error.retryAfter, BUSY_BACKOFF);
+    } else if (isTransportFailure(error)) {
+      // Refused, reset, cut: nothing answered. A KE3 call may have been applied all the same;
+      // sent again in a fresh exchange, a registration is found again by its key.
+      if (sent) this.#lostPairingKeys.push(sent.pairingKey);
+      delay = retryDelay(this.#transportWaits++, undefined, TRANSPORT_BACKOFF);
+    } else if (!this.#restarted && error instanceof StratumApiError && error.code === "JOIN_PAKE_RESTART") {
+      // The listener dropped the exchange (its session expired during a slow Argon2): one fresh one.
+      this.#restarted = true;
+      return;
+    } else {
+      throw error;
+    }
+    // A wait the deadline cannot hold: the last failure says more than a timeout would.
+    if (delay >= deadline.remainingMs()) throw error;
+    options.onRetry?.(error as StratumError, delay);
+    await connection?.close();
+    await sleep(delay, deadline.signal);
+  }
 }

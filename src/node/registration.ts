@@ -21,7 +21,7 @@ import { parseAnswer } from "./answers.js";
 import { concealSecrets } from "./delivery.js";
 import { JoinProtocolError } from "../errors/index.js";
 import type { MachineIdentity } from "./identity.js";
-import { sessionCaDer, type JoinSession } from "./join-session.js";
+import { sessionCaDer, sessionListenerPin, type JoinSession } from "./join-session.js";
 import {
   openPinnedConnection,
   refusalOf,
@@ -66,6 +66,7 @@ export function sessionConnectionOptions(
     port,
     identity,
     ca: sessionCaDer(session),
+    listenerPin: sessionListenerPin(session),
     ...(session.clockOffsetMs !== undefined ? { clockOffsetMs: session.clockOffsetMs } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
     ...(options.connectTimeoutMs ? { connectTimeoutMs: options.connectTimeoutMs } : {}),

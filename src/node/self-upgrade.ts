@@ -1,5 +1,5 @@
 /**
- * The joiner's self-upgrade: the release download of `src/release/`, told where to fetch from
+ * The joiner's self-upgrade: the release download of `src/transport/`, told where to fetch from
  * by the registration (`upgrade.source`: a mirror; `upgrade.served`: the founder, over
  * connections pinned to the session's CA and the machine's key).
  *
@@ -7,7 +7,7 @@
  * not when the joiner is imported: most programs that import `@stratum/join/node` never upgrade.
  * @module
  */
-import type { DownloadedRelease, DownloadReleaseOptions } from "../release/download/index.js";
+import type { DownloadedRelease, DownloadReleaseOptions } from "../transport/download/index.js";
 import { ReleaseArgumentError } from "../errors/index.js";
 import type { MachineIdentity } from "./identity.js";
 import type { JoinSession } from "./join-session.js";
@@ -31,7 +31,7 @@ export interface JoinerDownloadReleaseOptions extends DownloadReleaseOptions {
  */
 export async function downloadRelease(options: JoinerDownloadReleaseOptions): Promise<DownloadedRelease> {
   const { session, identity, ...rest } = options;
-  const { downloadReleaseFrom } = await import("../release/download/index.js");
+  const { downloadReleaseFrom } = await import("../transport/download/index.js");
   if (rest.source || !rest.upgrade.served) return downloadReleaseFrom(rest);
   if (!session || !identity) {
     throw new ReleaseArgumentError(

@@ -32,6 +32,10 @@ export {
 } from "./verify.js";
 export {
   StratumError,
+  STRATUM_ERROR_CODES,
+  type StratumErrorCode,
+  type ListedStratumErrorCode,
+  type HttpStatusErrorCode,
   ReleaseVerificationError,
   ReleaseArgumentError,
   type ReleaseVerificationRule,

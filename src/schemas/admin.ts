@@ -70,11 +70,15 @@ export const ApprovalPreviewSchema = z.object({ assignment: opt(AssignmentSchema
 /** `JoinCodeState`. */
 export const JoinCodeStateSchema = z.enum(["live", "expired", "revoked"]);
 
+/** `AttemptSource`: where some of a code's counted attempts came from. */
+export const AttemptSourceSchema = z.object({ source: str, attempts: int, lastAttemptAt: str });
+
 /** `JoinCode`: a join code's record; never the code itself. */
 export const JoinCodeSchema = z.object({
   id: str,
   selector: str,
   attempts: opt(int),
+  attemptSources: opt(z.array(AttemptSourceSchema)),
   endpoint: str,
   caFingerprint: str,
   state: JoinCodeStateSchema,

@@ -26,6 +26,7 @@ export const ProblemCodeSchema = z.enum([
   "UNAUTHORIZED",
   "FORBIDDEN",
   "NOT_FOUND",
+  "METHOD_NOT_ALLOWED",
   "UNSUPPORTED_MEDIA_TYPE",
   "STORAGE_UNAVAILABLE",
   "INTERNAL",

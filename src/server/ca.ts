@@ -1,13 +1,13 @@
 /**
  * The founder's side of the cluster's small PKI: the root CA, the join listener's leaf, and
- * node transport leaves. The joiner's check of the listener's leaf is in `src/node/pki.ts`.
+ * node transport leaves. The joiner's check of the listener's leaf is in `src/protocol/pki.ts`.
  * Certificates are built with @peculiar/x509 (Web Crypto keys, ECDSA P-256), loaded by the
  * first call that issues one; fingerprints are SHA-256 as upper-case colon hex.
  * @module
  */
 import type * as X509 from "@peculiar/x509";
 import { StratumError } from "../errors/index.js";
-import { loadX509 } from "../node/x509.js";
+import { loadX509 } from "../protocol/x509.js";
 import {
   caFingerprint,
   dnValue,
@@ -20,7 +20,7 @@ import {
   sanEntries,
   spkiFingerprint,
   splitHost,
-} from "../node/pki.js";
+} from "../protocol/pki.js";
 
 const EC_P256: EcKeyGenParams & EcKeyImportParams = { name: "ECDSA", namedCurve: "P-256" };
 const SIGNING_ALGORITHM: EcdsaParams = { name: "ECDSA", hash: "SHA-256" };

@@ -32,9 +32,9 @@ export {
   type NodeCertificateOptions,
 } from "./ca.js";
 export { tlsServerOptions, disableSessionTickets, peerKeyFingerprint } from "./tls.js";
-export { tlsExporter } from "../node/pinned-socket.js";
-export { caFingerprint, spkiFingerprint, LISTENER_ROLE_URI, NODE_ROLE_URI_PREFIX } from "../node/pki.js";
-export { opaqueIdentifiers } from "../node/opaque.js";
+export { tlsExporter } from "../protocol/tls-exporter.js";
+export { caFingerprint, spkiFingerprint, LISTENER_ROLE_URI, NODE_ROLE_URI_PREFIX } from "../protocol/pki.js";
+export { opaqueIdentifiers } from "../protocol/opaque.js";
 export {
   deriveBindingKeys,
   bindingTranscript,

@@ -1,11 +1,11 @@
 /**
  * OPAQUE, the founder's half: the registration record made at mint, and the listener's two
- * login steps. The parameters (identifiers bound to the CA, key stretching) are the joiner's,
- * from `src/node/opaque.ts`, so the two halves cannot drift apart; so is the library, loaded
+ * login steps. The parameters (identifiers bound to the CA, key stretching) are the protocol's,
+ * from `src/protocol/opaque.ts`, shared with the joiner's half so the two cannot drift apart; so is the library, loaded
  * by the first call here rather than when the server kit is imported.
  * @module
  */
-import { bytes, KEY_STRETCHING, loadOpaque, opaqueIdentifiers } from "../node/opaque.js";
+import { bytes, KEY_STRETCHING, loadOpaque, opaqueIdentifiers } from "../protocol/opaque.js";
 
 /**
  * Founder, at mint: runs the whole OPAQUE registration in-process (client and server side,

@@ -6,7 +6,7 @@
  */
 import type * as tls from "node:tls";
 import { JoinProtocolError } from "../errors/index.js";
-import { spkiFingerprint } from "../node/pki.js";
+import { spkiFingerprint } from "../protocol/pki.js";
 
 /**
  * TLS options of the join listener: TLS 1.3 only, a client certificate requested but any key

@@ -13,55 +13,17 @@ import { parseJoinUrl } from "../../src/index.js";
 import { parseJoinSession } from "../../src/node/index.js";
 import { generateReleaseKeyPair } from "../../src/release/keys.js";
 import { signReleaseDirectory } from "../../src/release/manifest.js";
-import { COMMANDS, EXIT_CODE_TABLE, exitCodeForCode, runCli } from "../../src/cli/run.js";
+import { COMMANDS, EXIT_CODE_TABLE, exitCodeForCode } from "../../src/cli/run.js";
 import { COMMON_FLAGS } from "../../src/cli/args.js";
-import { demoInventory, startHarness, type Harness } from "../node/harness.js";
+import { demoInventory } from "../helpers/inventory.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 import { writeSecretsFile } from "../node/machine-secrets.js";
 import { startSwtpm, type Swtpm } from "../node/swtpm.js";
 import { insertJoinRow } from "../reference-server/helpers.js";
-import { expectDocumentedResult } from "./json-results.js";
+import { cli, type Run } from "./run-cli.js";
 import { startMirroredRelease, type MirroredRelease } from "../release/helpers/mirrored-release.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-  /** stdout parsed as the one JSON document it must be. */
-  json: any;
-}
-
-/** Runs the CLI in-process, as a script would (no TTY unless asked). */
-async function cli(
-  args: string[],
-  options: {
-    env?: Record<string, string>;
-    signal?: AbortSignal;
-    isTTY?: boolean;
-    /** Sees each write to stderr as it happens. */
-    onStderr?: (text: string) => unknown;
-  } = {},
-): Promise<Run> {
-  let stdout = "";
-  let stderr = "";
-  const code = await runCli(args, {
-    stdout: { write: (t: string) => (stdout += t) },
-    stderr: {
-      write: (t: string) => {
-        stderr += t;
-        options.onStderr?.(t);
-      },
-    },
-    env: options.env ?? {},
-    isTTY: options.isTTY ?? false,
-    ...(options.signal ? { signal: options.signal } : {}),
-  });
-  let json: unknown;
-  if (args.includes("--json")) json = JSON.parse(stdout); // throws unless stdout is exactly one document
-  if (args.includes("--json") && code === 0) expectDocumentedResult(args, json);
-  return { code, stdout, stderr, json };
-}
 
 let tmp: string;
 beforeAll(() => {
@@ -286,7 +248,7 @@ describe("release keygen, sign, verify", () => {
 });
 
 describe("against a reference server", () => {
-  let h: Harness;
+  let h: TestServer;
   let admin: string[];
   let url: string;
   let formatted: string;
@@ -306,7 +268,7 @@ describe("against a reference server", () => {
 
   let tpm: Swtpm;
   beforeAll(async () => {
-    [h, tpm] = await Promise.all([startHarness({ timing: { tickMs: 100 } }), startSwtpm()]);
+    [h, tpm] = await Promise.all([startTestServer({ timing: { tickMs: 100 } }), startSwtpm()]);
     admin = ["--api", h.server.adminUrl];
   });
   afterAll(async () => {
@@ -317,7 +279,7 @@ describe("against a reference server", () => {
       expect(all).not.toContain(formatted);
     }
     expect(all).not.toContain(h.server.adminToken);
-    await h?.close();
+    await h?.dispose();
   });
 
   it("admin mint prints the code once, marked secret, and never the token (token from STRATUM_TOKEN)", async () => {
@@ -475,6 +437,22 @@ describe("against a reference server", () => {
     ]);
     expect(mismatch.code).toBe(10);
     expect(mismatch.json.error.code).toBe("PAIRING_MISMATCH");
+    // The join's own code is never printed (it would be the one to copy), in JSON or for a person.
+    expect(mismatch.stdout + mismatch.stderr).not.toContain(pairingCode);
+    const told = await cli([
+      "admin",
+      "approve",
+      joinId,
+      ...admin,
+      "--token",
+      h.server.adminToken,
+      "--pairing-code",
+      otherCode,
+    ]);
+    expect(told.code).toBe(10);
+    expect(told.stderr).toContain("does not match");
+    expect(told.stderr).toContain("on the machine's own screen");
+    expect(told.stdout + told.stderr).not.toContain(pairingCode);
     expect((await h.admin.getNodeJoin(joinId)).state).toBe("pending");
     // A refused assignment: exit 13 with the field.
     const badFile = join(tmp, "bad-assignment.json");
@@ -669,7 +647,7 @@ describe("against a reference server", () => {
 });
 
 describe("self-upgrade against a reference server that serves its release", () => {
-  let h: Harness;
+  let h: TestServer;
   let releases: string;
   let pub: string;
   let url: string;
@@ -684,11 +662,11 @@ describe("self-upgrade against a reference server that serves its release", () =
     await signReleaseDirectory(dir, { release: "0.6.0", keys: [keys.privateKeyPem] });
     pub = join(releases, "release.pub");
     writeFileSync(pub, keys.publicKeyPem);
-    h = await startHarness({ releaseDir: releases, timing: { tickMs: 100 } });
+    h = await startTestServer({ releaseDir: releases, timing: { tickMs: 100 } });
     url = (await h.admin.mintJoinCode({ endpoint: h.server.joinEndpoint })).url;
   });
   afterAll(async () => {
-    await h?.close();
+    await h?.dispose();
     rmSync(releases, { recursive: true, force: true });
   });
 

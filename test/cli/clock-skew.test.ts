@@ -12,14 +12,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../../src/cli/run.js";
-import { demoInventory, startHarness, type Harness } from "../node/harness.js";
+import { demoInventory } from "../helpers/inventory.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 import { expectInstalled, requirement } from "../machine/tools.js";
 import { buildCli, removeCli } from "./process.js";
 
 const FAKETIME = requirement("faketime").proof.path!;
 const DAY_S = 86_400;
 
-let h: Harness;
+let h: TestServer;
 let cli: string;
 let tmp: string;
 let url: string;
@@ -27,13 +28,13 @@ let inventoryFile: string;
 
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), "stratum-clock-skew-"));
-  [h, cli] = await Promise.all([startHarness({ timing: { tickMs: 100 } }), buildCli()]);
+  [h, cli] = await Promise.all([startTestServer({ timing: { tickMs: 100 } }), buildCli()]);
   url = (await h.admin.mintJoinCode({ endpoint: h.server.joinEndpoint })).url;
   inventoryFile = join(tmp, "inventory.json");
   writeFileSync(inventoryFile, JSON.stringify(demoInventory));
 }, 60_000);
 afterAll(async () => {
-  await h?.close();
+  await h?.dispose();
   rmSync(tmp, { recursive: true, force: true });
   if (cli) removeCli(cli);
 });

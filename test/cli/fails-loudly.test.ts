@@ -6,20 +6,21 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAdminClient } from "../../src/admin/index.js";
-import { demoInventory, startHarness, type Harness } from "../node/harness.js";
+import { demoInventory } from "../helpers/inventory.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 import { buildCli, inPipe, killAll, removeCli } from "./process.js";
 
 let cli: string;
-let h: Harness;
+let h: TestServer;
 let scratch: string;
 beforeAll(async () => {
-  [cli, h] = await Promise.all([buildCli(), startHarness({ timing: { tickMs: 100 } })]);
+  [cli, h] = await Promise.all([buildCli(), startTestServer({ timing: { tickMs: 100 } })]);
   scratch = mkdtempSync(join(tmpdir(), "stratum-cli-loud-"));
 }, 120_000);
 afterAll(async () => {
   killAll();
   if (cli) removeCli(cli);
-  await h?.close();
+  await h?.dispose();
   if (scratch) rmSync(scratch, { recursive: true, force: true });
 });
 

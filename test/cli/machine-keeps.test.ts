@@ -8,7 +8,8 @@ import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { demoInventory, type Harness } from "../node/harness.js";
+import { demoInventory } from "../helpers/inventory.js";
+import { type TestServer } from "../helpers/reference-server.js";
 import {
   expectEachSecretAtHome,
   filesUnder,
@@ -23,7 +24,7 @@ import { getRegistration, openMachineDirectory } from "../../src/node/index.js";
 import { buildCli, inPipe, killAll, removeCli } from "./process.js";
 import { writeFileSync } from "node:fs";
 
-let h: Harness;
+let h: TestServer;
 let tpm: Swtpm;
 let otherTpm: Swtpm;
 let cli: string;
@@ -40,7 +41,7 @@ beforeAll(async () => {
 }, 60_000);
 afterEach(killAll);
 afterAll(async () => {
-  await Promise.all([h?.close(), tpm?.stop(), otherTpm?.stop()]);
+  await Promise.all([h?.dispose(), tpm?.stop(), otherTpm?.stop()]);
   if (cli) removeCli(cli);
   rmSync(run, { recursive: true, force: true });
 });
@@ -131,7 +132,7 @@ describe("what a joined machine keeps (CLI)", () => {
   it("a --secrets file that cannot work is refused before the network is touched", async () => {
     const bad = join(run, "bad-secrets.json");
     writeFileSync(bad, JSON.stringify({ openBaoUnsealKey: { file: "/etc/stratum/unseal.key" } }));
-    const requests = h.log.length;
+    const requests = h.logs.length;
     const refused = await stratumJoin(
       ["register", "--identity", join(run, "bad"), "--release", "0.6.0", "--no-inventory", "--secrets", bad, "--json"],
       { STRATUM_JOIN_URL: (await h.admin.mintJoinCode({ endpoint: h.server.joinEndpoint })).url },
@@ -139,6 +140,6 @@ describe("what a joined machine keeps (CLI)", () => {
     expect(refused.code).toBe(13);
     expect(refused.json.error).toMatchObject({ code: "SECRET_DESTINATION_INVALID", fields: ["openBaoUnsealKey"] });
     expect(refused.json.error.message).toMatch(/never written in plaintext/);
-    expect(h.log.slice(requests).filter((line) => line.includes("/v1/join/"))).toEqual([]);
+    expect(h.logs.slice(requests).filter((line) => line.includes("/v1/join/"))).toEqual([]);
   });
 });

@@ -19,7 +19,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../../src/cli/run.js";
-import { insertJoinRow, startTestServer, type TestServer } from "../reference-server/helpers.js";
+import { insertJoinRow } from "../reference-server/helpers.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const PRISM = join(root, "node_modules/@stoplight/prism-cli/dist/index.js");

@@ -8,10 +8,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAdminClient, StratumApiError, StratumError } from "../../src/index.js";
-import { JoinProtocolError } from "../../src/errors/index.js";
+import { JoinProtocolError, type StratumErrorCode } from "../../src/errors/index.js";
 import { EXIT_CODE_TABLE, exitCodeFor, exitCodeForCode, runCli } from "../../src/cli/run.js";
 import { Output } from "../../src/cli/output.js";
-import { demoInventory, type Harness } from "../node/harness.js";
+import { demoInventory } from "../helpers/inventory.js";
+import { type TestServer } from "../helpers/reference-server.js";
 import { startUnsealingHarness, writeSecretsFile } from "../node/machine-secrets.js";
 import { startSwtpm, type Swtpm } from "../node/swtpm.js";
 import { closedPort } from "./process.js";
@@ -43,7 +44,7 @@ async function cli(
 }
 
 let tmp: string;
-let h: Harness;
+let h: TestServer;
 let admin: string[];
 let url: string;
 const env = () => ({ STRATUM_TOKEN: h.server.adminToken });
@@ -56,7 +57,7 @@ beforeAll(async () => {
   url = (await h.admin.mintJoinCode({ endpoint: h.server.joinEndpoint })).url;
 });
 afterAll(async () => {
-  await Promise.all([h?.close(), tpm?.stop()]);
+  await Promise.all([h?.dispose(), tpm?.stop()]);
   rmSync(tmp, { recursive: true, force: true });
 });
 
@@ -375,7 +376,10 @@ describe("exit codes and next steps", () => {
           },
           false,
         );
-        expect(out.error(new StratumError(code, "what happened"), { usageOf: "admin joins" }), code).toBe(row.exit);
+        expect(
+          out.error(new StratumError(code as StratumErrorCode, "what happened"), { usageOf: "admin joins" }),
+          code,
+        ).toBe(row.exit);
         expect(stderr, code).toMatch(/\n→ \S/);
       }
     }

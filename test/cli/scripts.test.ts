@@ -9,12 +9,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { expectInstalled } from "../machine/tools.js";
-import type { Harness } from "../node/harness.js";
+import { type TestServer } from "../helpers/reference-server.js";
 import { startUnsealingHarness, writeSecretsFile } from "../node/machine-secrets.js";
 import { startSwtpm, type Swtpm } from "../node/swtpm.js";
 import { buildCli, removeCli, root, shellQuote } from "./process.js";
 
-let h: Harness;
+let h: TestServer;
 let tmp: string;
 let cli: string;
 
@@ -25,7 +25,7 @@ beforeAll(async () => {
   [h, cli, tpm] = await Promise.all([startUnsealingHarness({ timing: { tickMs: 100 } }), buildCli(), startSwtpm()]);
 });
 afterAll(async () => {
-  await Promise.all([h?.close(), tpm?.stop()]);
+  await Promise.all([h?.dispose(), tpm?.stop()]);
   rmSync(tmp, { recursive: true, force: true });
   if (cli) removeCli(cli);
 });

@@ -11,7 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { COMMANDS, runCli } from "../../src/cli/run.js";
 import { stripAnsi } from "../../src/cli/style.js";
 import { expectInstalled } from "../machine/tools.js";
-import type { Harness } from "../node/harness.js";
+import { type TestServer } from "../helpers/reference-server.js";
 import { startUnsealingHarness } from "../node/machine-secrets.js";
 import { startSwtpm, type Swtpm } from "../node/swtpm.js";
 import { buildCli, inPipe, inTerminal, inTerminalShell, killAll, removeCli, screen, shellQuote } from "./process.js";
@@ -161,7 +161,7 @@ class Relay {
 }
 
 describe("waiting on a terminal, against a reference server", () => {
-  let h: Harness;
+  let h: TestServer;
   let relay: Relay;
   let url: string;
   let tpm: Swtpm;
@@ -176,7 +176,7 @@ describe("waiting on a terminal, against a reference server", () => {
   });
   afterAll(async () => {
     await relay?.down();
-    await Promise.all([h?.close(), tpm?.stop()]);
+    await Promise.all([h?.dispose(), tpm?.stop()]);
     if (homes) rmSync(homes, { recursive: true, force: true });
   });
 

@@ -238,7 +238,7 @@ for (const browser of ["chromium", "firefox"] as const) {
       w.step();
       const identity = await createMachineIdentity();
       await expect(
-        registerMachine({ url: w.url, identity, release: "0.6.0", hostname: "late", timeoutMs: 3_000 }),
+        registerMachine({ url: w.url, identity, release: "0.6.0", hostname: "late", timeoutMs: 60_000 }),
       ).rejects.toMatchObject({ code: "RATE_LIMITED", details: { waiting: 16, maxWaiting: 16 } });
       await expect
         .poll(() => w.text('[data-testid="capacity-refused"]'), POLL)

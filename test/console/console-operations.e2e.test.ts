@@ -14,6 +14,10 @@ import { waitForRegistration } from "../../src/node/index.js";
 import { checkpoint } from "./checkpoint.js";
 import { ConsoleWorld, POLL } from "./harness.js";
 import { inventory, vmInventory } from "./machines.js";
+import { createMachineIdentity } from "../../src/node/identity.js";
+import { startLogin } from "../../src/node/opaque.js";
+import { sameSelectorOtherCode } from "../reference-server/helpers.js";
+import { RawConnection } from "../reference-server/raw-ke1.js";
 
 // Each step waits on polls, a joiner and Chromium; on a loaded machine that takes a while.
 describe("the console example in Chromium: codes, outages and the keyboard", { timeout: 120_000 }, () => {
@@ -289,6 +293,45 @@ describe("the console example in Chromium: codes, outages and the keyboard", { t
     await expect.poll(() => w.focused(), POLL).toBe("mint-title");
     expect(await rows.count()).toBe(before + 1);
     await page.unroute("**/v1/admin/cluster/join-codes");
+  });
+
+  it("shows each code's attempts with where they came from, and a burned code as burned", async () => {
+    w.step();
+    const admin = createAdminClient({ baseUrl: w.server.adminUrl, token: w.server.adminToken });
+    // Three guesses at one code from one address, each ended unproven (its connection closed).
+    const guessed = await admin.mintJoinCode();
+    const identity = await createMachineIdentity();
+    for (let i = 0; i < 3; i++) {
+      const c = await RawConnection.open({
+        host: "127.0.0.1",
+        port: w.server.joinPort,
+        identity,
+        localAddress: "127.22.5.9",
+      });
+      await c.ke1s([guessed.joinCode.selector], (await startLogin(sameSelectorOtherCode(guessed.code))).ke1);
+      c.close();
+    }
+    await expect
+      .poll(async () => (await admin.listJoinCodes()).items.find((c) => c.id === guessed.joinCode.id)?.attempts, POLL)
+      .toBe(3);
+    // Another, burned by a sweep (written as the founder writes a burn).
+    const burned = (await admin.mintJoinCode()).joinCode.id;
+    const store = w.server.store;
+    store.tx(() => {
+      store.addAttemptSource(burned, "2001:db8:1:2::/64", 10, Date.now());
+      store.setAttempts(burned, 10);
+      store.revokeCode(burned, "system:too-many-attempts", Date.now());
+    });
+    // The list is read again after a mint made in the console (the two above were made behind it).
+    await page.getByTestId("mint").click();
+    const row = (id: string) => page.locator(`[data-testid="code-row"][data-code-id="${id}"]`);
+    await expect
+      .poll(() => row(guessed.joinCode.id).getByTestId("code-attempts").textContent(), POLL)
+      .toBe("3 attempts that did not prove it, from 127.22.5.9 (3)");
+    expect(await row(guessed.joinCode.id).getByTestId("revoke").count()).toBe(1);
+    expect(await row(burned).getByTestId("code-burned").textContent()).toContain("Burned");
+    expect(await row(burned).getByTestId("code-attempts").textContent()).toContain("from 2001:db8:1:2::/64 (10)");
+    expect(await row(burned).getByTestId("revoke").count()).toBe(0);
   });
 
   it("signs out: the watch stops and nothing of the code stays on the page", async () => {

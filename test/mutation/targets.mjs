@@ -14,9 +14,9 @@ export const MUTATION_TARGETS = Object.freeze({
     "test/release/manifest.test.ts",
   ],
   "src/release/dsse.ts": ["test/release/verify-rules.test.ts", "test/release/manifest.test.ts"],
-  "src/release/http1/chunked.ts": ["test/release/http1-framing.test.ts", "test/release/http1.test.ts"],
-  "src/release/http1/head.ts": ["test/release/http1-framing.test.ts", "test/release/http1.test.ts"],
-  "src/release/http1/fields.ts": ["test/release/http1-framing.test.ts", "test/release/http1.test.ts"],
+  "src/transport/http1/chunked.ts": ["test/release/http1-framing.test.ts", "test/release/http1.test.ts"],
+  "src/transport/http1/head.ts": ["test/release/http1-framing.test.ts", "test/release/http1.test.ts"],
+  "src/transport/http1/fields.ts": ["test/release/http1-framing.test.ts", "test/release/http1.test.ts"],
   "src/node/pinned-http.ts": ["test/node/pinned-http.test.ts"],
-  "src/release/proxy.ts": ["test/release/proxy-env.test.ts", "test/release/proxy.test.ts"],
+  "src/transport/proxy.ts": ["test/release/proxy-env.test.ts", "test/release/proxy.test.ts"],
 });

@@ -1,9 +1,6 @@
 // The attacks of the joiner issue, each against the reference server over real TLS on
 // loopback, each ending in a clear error with nothing registered that should not be.
 import { X509Certificate } from "node:crypto";
-import { createServer, type Server } from "node:https";
-import type { AddressInfo } from "node:net";
-import type { TLSSocket } from "node:tls";
 import { connect as tlsConnect } from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fromBase64Url } from "../../src/core/bytes.js";
@@ -11,25 +8,28 @@ import { bindingTranscript, clientBinding, deriveBindingKeys } from "../../src/c
 import { parseJoinUrl, StratumApiError, type JoinCode } from "../../src/index.js";
 import { JoinProtocolError } from "../../src/errors/join.js";
 import { createMachineIdentity, type MachineIdentity } from "../../src/node/identity.js";
-import { checkJoinCode, registerMachine } from "../../src/node/joiner.js";
+import { checkJoinCode, registerMachine } from "../../src/node/join-calls.js";
 import { finishLogin, startLogin } from "../../src/node/opaque.js";
-import { disableSessionTickets, tlsServerOptions } from "../../src/server/tls.js";
 import { openPinnedConnection, type PinnedConnection } from "../../src/node/pinned-connection.js";
-import { caFingerprint } from "../../src/node/pki.js";
+import { caFingerprint } from "../../src/protocol/pki.js";
 import { createClusterCa, issueListenerCertificate, issueNodeCertificate } from "../../src/server/ca.js";
-import { eventually, startHarness, type Harness } from "./harness.js";
+import { eventually } from "../helpers/eventually.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
+import { startTlsRelay, type Relay } from "./relay.js";
 
-let h: Harness;
+let h: TestServer;
 let url: string;
 let code: JoinCode;
 
 beforeAll(async () => {
-  h = await startHarness();
+  // The founder-wide rate of live KE2s is raised: these attacks each spend a few, and one holds
+  // a code's whole budget (the rate itself: test/reference-server/live-rate.test.ts).
+  h = await startTestServer({ limits: { liveKe2Burst: 1_000 } });
   const minted = await h.admin.mintJoinCode({ endpoint: h.server.joinEndpoint });
   url = minted.url;
   code = parseJoinUrl(url).code;
 });
-afterAll(async () => h?.close());
+afterAll(async () => h?.dispose());
 
 const joins = async () => (await h.admin.listNodeJoins()).items.length;
 
@@ -42,76 +42,15 @@ async function freshCode(): Promise<{ url: string; code: JoinCode }> {
 /** The relay's join URL for another code. */
 const relayUrl = (relay: Relay, joinCode: JoinCode) => relay.url.replace(code.formatted, joinCode.formatted);
 
-// ---------------------------------------------------------------- a relay
-
-interface Relay {
-  url: string;
-  /** Requests the relay forwarded, `METHOD /path`. */
-  forwarded: string[];
-  close(): Promise<void>;
-}
-
-/**
- * A TLS-terminating relay on 127.0.0.1: it presents `leaf` to the joiner and forwards every
- * request to the real listener over its own pinned connection (one per joiner connection, so
- * a PAKE session stays on one upstream connection), optionally rewriting the PAKE answer.
- */
-async function startRelay(
+/** A relay of the tests' own between the joiner and the reference server (test/node/relay.ts). */
+const startRelay = (
   leaf: { certPem: string; keyPem: string },
   rewritePake?: (body: Record<string, unknown>) => Record<string, unknown>,
-): Promise<Relay> {
-  const relayIdentity = await createMachineIdentity();
-  const upstreams = new WeakMap<TLSSocket, Promise<PinnedConnection>>();
-  const forwarded: string[] = [];
-  const server: Server = createServer({ ...tlsServerOptions(leaf) }, async (req, res) => {
-    const socket = req.socket as TLSSocket;
-    if (!upstreams.has(socket)) {
-      upstreams.set(
-        socket,
-        openPinnedConnection({ host: h.server.joinHost, port: h.server.joinPort, identity: relayIdentity }),
-      );
-      socket.once("close", () => void upstreams.get(socket)?.then((c) => c.close()));
-    }
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    forwarded.push(`${req.method} ${req.url}`);
-    const upstream = await upstreams.get(socket)!;
-    const headers: Record<string, string> = {};
-    for (const name of ["content-type", "join-binding", "if-none-match"]) {
-      const value = req.headers[name];
-      if (typeof value === "string") headers[name] = value;
-    }
-    const answer = await upstream.request({
-      method: req.method as "POST",
-      path: req.url!,
-      headers,
-      body: Buffer.concat(chunks),
-    });
-    let body: Uint8Array = answer.body;
-    if (rewritePake && req.url === "/v1/join/pake" && answer.status === 200) {
-      body = Buffer.from(JSON.stringify(rewritePake(answer.json as Record<string, unknown>)));
-    }
-    const out: Record<string, string> = {};
-    for (const name of ["content-type", "join-binding", "retry-after", "etag"]) {
-      const value = answer.headers[name];
-      if (typeof value === "string") out[name] = value;
-    }
-    res.writeHead(answer.status, out).end(body);
+): Promise<Relay> =>
+  startTlsRelay({ host: h.server.joinHost, port: h.server.joinPort }, leaf, {
+    code,
+    ...(rewritePake ? { rewritePake } : {}),
   });
-  disableSessionTickets(server);
-  server.keepAliveTimeout = 120_000;
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as AddressInfo).port;
-  return {
-    url: `stratum-join://127.0.0.1:${port}/${code.formatted}`,
-    forwarded,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 const kePaths = (relay: Relay) =>
   relay.forwarded.filter((r) => r.includes("/code-checks") || r.includes("/registrations"));
@@ -320,7 +259,7 @@ describe("attacks on the join exchange", () => {
   it("a session past its expiry is refused (409 JOIN_PAKE_RESTART)", async () => {
     // A founder of its own whose exchanges live 300 ms: the proof outlives its session on any
     // machine, fast or loaded, and the others' sessions keep their usual lifetime.
-    const short = await startHarness({ timing: { pakeSessionMs: 300 } });
+    const short = await startTestServer({ timing: { pakeSessionMs: 300 } });
     const identity = await createMachineIdentity();
     try {
       const minted = await short.admin.mintJoinCode({ endpoint: short.server.joinEndpoint });
@@ -345,7 +284,7 @@ describe("attacks on the join exchange", () => {
         await connection.close();
       }
     } finally {
-      await short.close();
+      await short.dispose();
     }
   });
 

@@ -1,11 +1,11 @@
-// The two fields the joiner reads straight from a certificate's DER (src/node/certificate-fields.ts):
+// The two fields the joiner reads straight from a certificate's DER (src/protocol/certificate-fields.ts):
 // the SubjectPublicKeyInfo as encoded, and the subjectAltName entries. Held against Node's own
 // reading of the same certificates, including a key whose encoding Node would change.
 import { createECDH, createHash, createPublicKey, X509Certificate } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { subjectAltNames, subjectPublicKeyInfo } from "../../src/node/certificate-fields.js";
+import { subjectAltNames, subjectPublicKeyInfo } from "../../src/protocol/certificate-fields.js";
 import { createMachineIdentity } from "../../src/node/identity.js";
-import { spkiFingerprint } from "../../src/node/pki.js";
+import { spkiFingerprint } from "../../src/protocol/pki.js";
 import { createClusterCa, issueListenerCertificate, issueNodeCertificate } from "../../src/server/ca.js";
 
 const sha256Hex = (bytes: Uint8Array) =>

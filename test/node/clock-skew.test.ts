@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { JoinProtocolError } from "../../src/errors/join.js";
 import { createMachineIdentity, loadMachineIdentity } from "../../src/node/identity.js";
 import { parseJoinSession, serializeJoinSession } from "../../src/node/join-session.js";
-import { checkJoinCode, registerMachine } from "../../src/node/joiner.js";
+import { checkJoinCode, registerMachine } from "../../src/node/join-calls.js";
 import { getRegistration } from "../../src/node/registration.js";
 import { createClusterCa, issueListenerCertificate } from "../../src/server/index.js";
 import { startFakeListener, type FakeListener } from "./fake-listener.js";
@@ -153,8 +153,8 @@ describe("certificate dates the other way round", () => {
   });
 
   it("the founder pins a machine's key, never its certificate's dates: long expired or not yet valid, it registers", async () => {
-    const { startHarness } = await import("./harness.js");
-    const h = await startHarness();
+    const { startTestServer } = await import("../helpers/reference-server.js");
+    const h = await startTestServer();
     try {
       const { url } = await h.admin.mintJoinCode({ endpoint: h.server.joinEndpoint });
       for (const [notBefore, notAfter] of [
@@ -169,7 +169,7 @@ describe("certificate dates the other way round", () => {
         expect((await h.admin.getNodeJoin(result.session.joinId)).keyFingerprint).toBe(identity.keyFingerprint);
       }
     } finally {
-      await h.close();
+      await h.dispose();
     }
   });
 });

@@ -13,7 +13,7 @@ import {
 } from "../../src/errors/index.js";
 import { JoinProtocolError } from "../../src/errors/join.js";
 import { createMachineIdentity, type MachineIdentity } from "../../src/node/identity.js";
-import { checkJoinCode, registerMachine } from "../../src/node/joiner.js";
+import { checkJoinCode, registerMachine } from "../../src/node/join-calls.js";
 import {
   getRegistration,
   reportProgress,
@@ -22,6 +22,7 @@ import {
 } from "../../src/node/registration.js";
 import {
   badJson,
+  bound,
   drip,
   problem,
   reset,
@@ -86,35 +87,41 @@ function joinerCalls() {
     {
       name: "checkJoinCode (KE1)",
       route: "pake" as Route,
+      proves: true,
       run: (o: { timeoutMs: number; signal?: AbortSignal }) =>
         checkJoinCode({ url: listener.url, release: "0.6.0", ...o }),
     },
     {
       name: "checkJoinCode (KE3)",
       route: "code-check" as Route,
+      proves: true,
       run: (o: { timeoutMs: number; signal?: AbortSignal }) =>
         checkJoinCode({ url: listener.url, release: "0.6.0", ...o }),
     },
     {
       name: "registerMachine (KE1)",
       route: "pake" as Route,
+      proves: true,
       run: (o: { timeoutMs: number; signal?: AbortSignal }) =>
         registerMachine({ url: listener.url, identity, release: "0.6.0", ...o }),
     },
     {
       name: "registerMachine (KE3)",
       route: "registration" as Route,
+      proves: true,
       run: (o: { timeoutMs: number; signal?: AbortSignal }) =>
         registerMachine({ url: listener.url, identity, release: "0.6.0", ...o }),
     },
     {
       name: "getRegistration",
       route: "view" as Route,
+      proves: false,
       run: (o: { timeoutMs: number; signal?: AbortSignal }) => getRegistration(session(), identity, o),
     },
     {
       name: "reportProgress",
       route: "progress" as Route,
+      proves: false,
       run: (o: { timeoutMs: number; signal?: AbortSignal }) =>
         reportProgress(session(), identity, { steps: [], log: ["a line"], ...o }),
     },
@@ -135,11 +142,33 @@ describe("every joiner call has a deadline", () => {
       });
     }
 
-    it(`${call.name}: a reset is a NetworkError`, async () => {
-      listener.behave[call.route] = reset;
-      const { error } = await outcome(() => call.run({ timeoutMs: 20_000 }));
-      expect(error).toBeInstanceOf(NetworkError);
-    });
+    if (call.proves) {
+      // A registration is idempotent by its key, a code check records nothing: a reset is the
+      // listener going away (a restart), waited out with backoff within the deadline.
+      it(`${call.name}: a reset is tried again in a fresh exchange, and answered`, async () => {
+        listener.behave[call.route] = sequence(reset, reset);
+        const { error } = await outcome(() => call.run({ timeoutMs: 20_000 }));
+        expect(error).toBeUndefined();
+        expect(listener.calls[call.route]).toBe(3);
+        expect(listener.calls.pake).toBeGreaterThanOrEqual(3);
+      });
+
+      it(`${call.name}: a listener that keeps resetting ends the call within its deadline, as a network failure`, async () => {
+        listener.behave[call.route] = reset;
+        const { error, ms } = await outcome(() => call.run({ timeoutMs: 4_000 }));
+        expect([NetworkError, TimeoutError].some((type) => error instanceof type)).toBe(true);
+        // How many tries fit in 4 s depends on the machine's speed (each is an Argon2); that a
+        // reset is tried again is the test above's.
+        expect(listener.calls[call.route]).toBeGreaterThanOrEqual(1);
+        expect(ms).toBeLessThan(4_000 + BOUND_MS);
+      });
+    } else {
+      it(`${call.name}: a reset is a NetworkError`, async () => {
+        listener.behave[call.route] = reset;
+        const { error } = await outcome(() => call.run({ timeoutMs: 20_000 }));
+        expect(error).toBeInstanceOf(NetworkError);
+      });
+    }
 
     it(`${call.name}: the caller's abort is re-thrown as is`, async () => {
       listener.behave[call.route] = stall;
@@ -227,7 +256,7 @@ describe("a busy join code (KE1 answered 503 JOIN_CODE_BUSY or 429)", () => {
   });
 
   it("any other refusal of KE3 is not retried (the code was proven; the refusal is the answer)", async () => {
-    listener.behave["code-check"] = () => problem(409, "RELEASE_MISMATCH");
+    listener.behave["code-check"] = bound(problem(409, "RELEASE_MISMATCH"));
     const { error } = await outcome(() => checkJoinCode({ url: listener.url, release: "0.6.0", timeoutMs: 10_000 }));
     expect(error).toMatchObject({ code: "RELEASE_MISMATCH" });
     expect(listener.calls.pake).toBe(1);

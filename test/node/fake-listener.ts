@@ -71,6 +71,19 @@ export function problem(status: number, code: string, retryAfter?: number): Answ
   };
 }
 
+/**
+ * A refusal of the KE3 call as a founder sends it after a verified KE3 and binding: `answer`,
+ * carrying the `Join-Binding` of this exchange (docs/protocol.md#ke3, step 5).
+ */
+export function bound(answer: Answer): Behaviour {
+  return async (call) => {
+    const honest = await call.honest();
+    const binding = honest.headers?.["join-binding"];
+    if (binding === undefined) return honest; // the proof failed: the honest refusal stands
+    return { ...answer, headers: { ...answer.headers, "join-binding": binding } };
+  };
+}
+
 /** Headers now, then one body byte every `intervalMs`, never done. */
 export function drip(intervalMs = 250): Behaviour {
   return ({ res }) => {

@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { JoinProtocolError } from "../../src/errors/join.js";
 import { createMachineIdentity } from "../../src/node/identity.js";
-import { checkJoinCode, registerMachine } from "../../src/node/joiner.js";
+import { checkJoinCode, registerMachine } from "../../src/node/join-calls.js";
 import { startFakeListener, type Answer, type Behaviour, type FakeListener } from "./fake-listener.js";
 
 let listener: FakeListener;

@@ -12,7 +12,7 @@ import {
 } from "../../src/node/identity.js";
 import { peerKeyFingerprint, tlsServerOptions } from "../../src/server/tls.js";
 import { createClusterCa, issueListenerCertificate } from "../../src/server/ca.js";
-import { spkiFingerprint } from "../../src/node/pki.js";
+import { spkiFingerprint } from "../../src/protocol/pki.js";
 
 const servers: tls.Server[] = [];
 afterEach(() => {

@@ -73,3 +73,24 @@ describe("the clock offset a session keeps", () => {
     }
   });
 });
+
+describe("the listener leaf a session pins", () => {
+  const pin = {
+    listenerKeyFingerprint: Array.from({ length: 32 }, () => "5A").join(":"),
+    listenerNotBefore: "2026-12-01T10:00:00.000Z",
+  };
+
+  it("round-trips, and is optional (a session written before it has none)", async () => {
+    const written = { ...(await session()), ...pin };
+    expect(parseJoinSession(serializeJoinSession(written))).toEqual(written);
+    expect(parseJoinSession(serializeJoinSession(await session())).listenerKeyFingerprint).toBeUndefined();
+  });
+
+  it("is refused when half of it is missing or malformed: an edited session cannot loosen the pin", async () => {
+    const base = await session();
+    expect(refusal({ ...base, listenerKeyFingerprint: pin.listenerKeyFingerprint })).toContain("listenerNotBefore");
+    expect(refusal({ ...base, listenerNotBefore: pin.listenerNotBefore })).toContain("listenerKeyFingerprint");
+    expect(refusal({ ...base, ...pin, listenerKeyFingerprint: "AB:CD" })).toContain("listenerKeyFingerprint");
+    expect(refusal({ ...base, ...pin, listenerNotBefore: "yesterday" })).toContain("listenerNotBefore");
+  });
+});

@@ -21,17 +21,19 @@ import {
 } from "../../src/node/index.js";
 import type { Registration } from "../../src/index.js";
 import { sensitiveFields } from "../../generated/sensitive.js";
-import { demoInventory, eventually, startHarness, type Harness } from "./harness.js";
+import { demoInventory } from "../helpers/inventory.js";
+import { eventually } from "../helpers/eventually.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 
-let h: Harness;
+let h: TestServer;
 let url: string;
 
 beforeAll(async () => {
-  h = await startHarness();
+  h = await startTestServer();
   const minted = await h.admin.mintJoinCode({ endpoint: h.server.joinEndpoint });
   url = minted.url;
 });
-afterAll(async () => h?.close());
+afterAll(async () => h?.dispose());
 
 /** The same code with one data symbol changed and a correct check symbol: well formed, but not the code. */
 function otherValidUrl(joinUrl: string): string {
@@ -64,13 +66,13 @@ describe("the joiner against the reference server", () => {
   });
 
   it("catches a typo locally: nothing reaches the network", async () => {
-    const lines = h.log.length;
+    const lines = h.logs.length;
     const { code, endpoint } = parseJoinUrl(url);
     const typo = code.formatted.slice(0, 5) + (code.formatted[5] === "Z" ? "Y" : "Z") + code.formatted.slice(6);
     const error = await checkJoinCode({ endpoint, code: typo, release: "0.6.0" }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(JoinCodeError);
     expect(error).toMatchObject({ code: "JOIN_CODE_MALFORMED", reason: "check" });
-    expect(h.log.length).toBe(lines);
+    expect(h.logs.length).toBe(lines);
   });
 
   it("refuses a release other than the cluster's, naming the cluster's release and ISO", async () => {
@@ -87,12 +89,12 @@ describe("the joiner against the reference server", () => {
     const wrong = otherValidUrl(url);
     const codeId = (await h.admin.listJoinCodes()).items[0]!.id;
     const before = (await h.admin.listJoinCodes()).items.find((c) => c.id === codeId)!.attempts ?? 0;
-    const lines = h.log.length;
+    const lines = h.logs.length;
     const error = await checkJoinCode({ url: wrong, release: "0.6.0" }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(JoinProtocolError);
     expect((error as JoinProtocolError).code).toBe("LISTENER_NOT_PROVEN");
     expect((error as Error).message).toMatch(/mistyped|not the cluster/);
-    const requests = h.log.slice(lines).join("\n");
+    const requests = h.logs.slice(lines).join("\n");
     expect(requests).toContain("/v1/join/pake");
     expect(requests).not.toContain("/v1/join/code-checks");
     // The exchange ended unproven when the joiner closed its connection: counted as the
@@ -192,7 +194,7 @@ describe("the joiner against the reference server", () => {
     const founderView = await h.admin.getNodeJoin(session.joinId);
     expect(founderView.logTail).toEqual(["storage ready", "joined"]);
     // Nothing secret reached the server's log.
-    const log = h.log.join("\n");
+    const log = h.logs.join("\n");
     expect(log).not.toContain(parseJoinUrl(url).code.code);
     expect(log).not.toContain(parseJoinUrl(url).code.formatted);
     expect(log).not.toContain("PRIVATE KEY");

@@ -21,7 +21,8 @@ import {
   type MachineDirectory,
 } from "../../src/node/index.js";
 import type { Delivery } from "../../src/types.js";
-import { demoInventory, type Harness } from "./harness.js";
+import { demoInventory } from "../helpers/inventory.js";
+import { type TestServer } from "../helpers/reference-server.js";
 import {
   expectEachSecretAtHome,
   filesUnder,
@@ -34,7 +35,7 @@ import {
 } from "./machine-secrets.js";
 import { startSwtpm, type Swtpm } from "./swtpm.js";
 
-let h: Harness;
+let h: TestServer;
 let tpm: Swtpm;
 let otherTpm: Swtpm;
 let url: string;
@@ -47,7 +48,7 @@ beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), "stratum-machine-keeps-"));
 }, 60_000);
 afterAll(async () => {
-  await Promise.all([h?.close(), tpm?.stop(), otherTpm?.stop()]);
+  await Promise.all([h?.dispose(), tpm?.stop(), otherTpm?.stop()]);
   rmSync(work, { recursive: true, force: true });
 });
 

@@ -10,15 +10,15 @@ import { expect } from "vitest";
 import { sensitiveFields } from "../../generated/sensitive.js";
 import type { ReferenceServerConfig } from "../../examples/reference-server/config.js";
 import type { Delivery } from "../../src/types.js";
-import { startHarness, type Harness } from "./harness.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 
 /**
  * The one way these tests start a founder: a cluster whose OpenBao runs as a raft, so that its
  * bundles carry `openBaoUnsealKey` (a single-instance cluster's are empty of it). The setting
  * that says so goes here, and only here.
  */
-export function startUnsealingHarness(config: Partial<ReferenceServerConfig> = {}): Promise<Harness> {
-  return startHarness({ openBaoMode: "raft", ...config });
+export function startUnsealingHarness(config: Partial<ReferenceServerConfig> = {}): Promise<TestServer> {
+  return startTestServer({ openBaoMode: "raft", ...config });
 }
 
 /** The seed's homes for each secret, under `etc` (the test's /etc) and `state` (its /var/lib/stratum-join). */

@@ -6,7 +6,8 @@ import {
   finishServerLogin,
   startServerLogin,
 } from "../../src/server/opaque.js";
-import { finishLogin, opaqueIdentifiers, opaqueReady, startLogin } from "../../src/node/opaque.js";
+import { finishLogin, startLogin } from "../../src/node/opaque.js";
+import { opaqueIdentifiers, opaqueReady } from "../../src/protocol/opaque.js";
 import { createClusterCa, type ClusterCa } from "../../src/server/ca.js";
 
 const CODE = "4F7K2Q9MABD";

@@ -7,7 +7,7 @@ import { JoinProtocolError } from "../../src/errors/join.js";
 import { createMachineIdentity, type MachineIdentity } from "../../src/node/identity.js";
 import { disableSessionTickets, peerKeyFingerprint, tlsServerOptions } from "../../src/server/tls.js";
 import { openPinnedConnection, type PinnedConnection } from "../../src/node/pinned-connection.js";
-import { tlsExporter } from "../../src/node/pinned-socket.js";
+import { tlsExporter } from "../../src/protocol/tls-exporter.js";
 import {
   createClusterCa,
   issueListenerCertificate,
@@ -15,7 +15,7 @@ import {
   type ClusterCa,
   type IssuedCertificate,
 } from "../../src/server/ca.js";
-import { verifyListenerCertificate } from "../../src/node/pki.js";
+import { verifyListenerCertificate } from "../../src/protocol/pki.js";
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString("hex");
 

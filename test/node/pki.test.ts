@@ -8,8 +8,8 @@ import {
   LISTENER_ROLE_URI,
   spkiFingerprint,
   verifyListenerCertificate,
-} from "../../src/node/pki.js";
-import { loadX509 } from "../../src/node/x509.js";
+} from "../../src/protocol/pki.js";
+import { loadX509 } from "../../src/protocol/x509.js";
 import { createClusterCa, issueListenerCertificate, issueNodeCertificate } from "../../src/server/ca.js";
 import { StratumError } from "../../src/errors/index.js";
 

@@ -16,16 +16,16 @@ import {
   ReleaseDownloadError,
 } from "../../src/node/index.js";
 import { generateReleaseKeyPair } from "../../src/release/keys.js";
-import { caFingerprint } from "../../src/node/pki.js";
+import { caFingerprint } from "../../src/protocol/pki.js";
 import { createClusterCa } from "../../src/server/ca.js";
 import { startMirror, type Mirror } from "../release/helpers/mirror.js";
 import { makeRelease, removeDir, tempDir, type Fixture } from "../release/helpers/release.js";
-import { startHarness, type Harness } from "./harness.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 
 const FILES = { "os/blobs/rootfs.img": 3 << 20, "os/blobs/kernel.efi": 700_000, "sysext/agent.raw": 123_457 };
 
 describe("self-upgrade from a release the founder serves", () => {
-  let h: Harness;
+  let h: TestServer;
   let releases: string;
   let fixture: Fixture;
   let url: string;
@@ -33,11 +33,11 @@ describe("self-upgrade from a release the founder serves", () => {
   beforeAll(async () => {
     releases = await tempDir("stratum-served-");
     fixture = await makeRelease(FILES, { dir: join(releases, "0.6.0"), release: "0.6.0" });
-    h = await startHarness({ releaseDir: releases });
+    h = await startTestServer({ releaseDir: releases });
     url = (await h.admin.mintJoinCode({ endpoint: h.server.joinEndpoint })).url;
   });
   afterAll(async () => {
-    await h?.close();
+    await h?.dispose();
     await removeDir(releases);
   });
 
@@ -193,7 +193,7 @@ describe("self-upgrade from a release the founder serves", () => {
 });
 
 describe("self-upgrade from a release mirror", () => {
-  let h: Harness;
+  let h: TestServer;
   let root: string;
   let fixture: Fixture;
   let mirror: Mirror;
@@ -202,10 +202,10 @@ describe("self-upgrade from a release mirror", () => {
     root = await tempDir("stratum-mirror-root-");
     fixture = await makeRelease(FILES, { dir: join(root, "0.6.0"), release: "0.6.0" });
     mirror = await startMirror({ root });
-    h = await startHarness({ releaseMirror: mirror.url });
+    h = await startTestServer({ releaseMirror: mirror.url });
   });
   afterAll(async () => {
-    await h?.close();
+    await h?.dispose();
     await mirror?.close();
     await removeDir(root);
   });

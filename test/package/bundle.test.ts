@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { packedProject } from "../../scripts/packed-project.mjs";
 import { generateReleaseKeyPair } from "../../src/release/keys.js";
 import { signReleaseDirectory } from "../../src/release/manifest.js";
-import { startHarness, type Harness } from "../node/harness.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 import { supplyConstants } from "../readme/markdown.js";
 import { startSnippetFile } from "../readme/processes.js";
 import { readmeSnippets, writeSnippets } from "../readme/readme-snippets.js";
@@ -43,7 +43,7 @@ let project: string;
 let work: string;
 let releases: string;
 let releaseKeyFile: string;
-let h: Harness;
+let h: TestServer;
 beforeAll(async () => {
   project = ((await packedProject()) as { dir: string }).dir;
   work = mkdtempSync(join(project, "bundle-"));
@@ -59,10 +59,10 @@ beforeAll(async () => {
   releaseKeyFile = join(releases, "release-key.pem");
   writeFileSync(releaseKeyFile, key.publicKeyPem);
   writeFileSync(join(releases, "worker-probe.cjs"), WORKER_PROBE);
-  h = await startHarness({ releaseDir: releases, clusterRelease: "0.6.0", timing: { tickMs: 100 } });
+  h = await startTestServer({ releaseDir: releases, clusterRelease: "0.6.0", timing: { tickMs: 100 } });
 }, 300_000);
 afterAll(async () => {
-  await h?.close();
+  await h?.dispose();
   if (work) rmSync(work, { recursive: true, force: true });
   if (releases) rmSync(releases, { recursive: true, force: true });
 });

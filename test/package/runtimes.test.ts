@@ -14,12 +14,12 @@ import { packedProject } from "../../scripts/packed-project.mjs";
 import { toolchains, TOOLCHAIN_VERSIONS } from "../../scripts/toolchains.mjs";
 import { generateReleaseKeyPair } from "../../src/release/keys.js";
 import { signReleaseDirectory } from "../../src/release/manifest.js";
-import { startHarness, type Harness } from "../node/harness.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 import { runToEnd } from "../readme/processes.js";
 
 let project: string;
 let work: string;
-let h: Harness;
+let h: TestServer;
 let release: { dir: string; keyFile: string };
 const runtimes: Record<"bun" | "deno", string[]> = { bun: [], deno: [] };
 
@@ -38,10 +38,10 @@ beforeAll(async () => {
   await signReleaseDirectory(dir, { release: "0.6.0", keys: [key.privateKeyPem] });
   writeFileSync(join(scratch, "key.pem"), key.publicKeyPem);
   release = { dir, keyFile: join(scratch, "key.pem") };
-  h = await startHarness({ timing: { tickMs: 100 } });
+  h = await startTestServer({ timing: { tickMs: 100 } });
 }, 600_000);
 afterAll(async () => {
-  await h?.close();
+  await h?.dispose();
   if (work) rmSync(work, { recursive: true, force: true });
   if (release) rmSync(join(release.dir, ".."), { recursive: true, force: true });
 });
@@ -157,7 +157,7 @@ describe.each(["bun", "deno"] as const)("on %s (its npm package)", (runtime) => 
            console.log(JSON.stringify({ name: error.name, code: error.code, feature: error.feature, runtime: error.runtime }));
          }`,
       );
-      const pakes = () => h.log.filter((line) => line.includes("/v1/join/pake")).length;
+      const pakes = () => h.logs.filter((line) => line.includes("/v1/join/pake")).length;
       const pakesBefore = pakes();
       const check = await on(runtime, file, [url]);
       expect(check.code, check.output).toBe(0);

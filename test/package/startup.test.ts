@@ -82,14 +82,14 @@ describe("startup loads only what it uses", () => {
     const validate = await loads(["--input-type=module", "-e", 'await import("@stratum/join/validate")']);
     expect(heavyIn(validate.packages)).toEqual(["zod"]);
     const node = await loads(["--input-type=module", "-e", 'await import("@stratum/join/node")']);
-    expect(node.sources).toContain("src/node/joiner.ts");
-    expect(node.sources).toContain("src/node/pki.ts");
+    expect(node.sources).toContain("src/node/join-calls.ts");
+    expect(node.sources).toContain("src/protocol/pki.ts");
   });
 
   it("importing @stratum/join/node loads no heavy dependency, nor the downloader", async () => {
     const { packages, sources } = await loads(["--input-type=module", "-e", 'await import("@stratum/join/node")']);
     expect(heavyIn(packages), `loaded: ${[...packages].join(", ")}`).toEqual([]);
-    for (const lazy of ["src/schemas/index.ts", "src/release/download/download-release.ts"])
+    for (const lazy of ["src/schemas/index.ts", "src/transport/download/download-release.ts"])
       expect(sources).not.toContain(lazy);
   });
 
@@ -122,7 +122,7 @@ describe("startup loads only what it uses", () => {
     const { packages, sources } = await loads(cli("code", "check", "4F7K-2Q9M-ABD"));
     expect(packages.size, `loaded: ${[...packages].join(", ")}`).toBe(0);
     expect(actionsIn(sources)).toEqual(["src/cli/actions/code.ts"]);
-    for (const lazy of ["src/node/joiner.ts", "src/release/download/download-release.ts", "src/admin/index.ts"])
+    for (const lazy of ["src/node/join-calls.ts", "src/transport/download/download-release.ts", "src/admin/index.ts"])
       expect(sources).not.toContain(lazy);
   });
 });

@@ -7,7 +7,7 @@
 // (`skipLibCheck` off, under `nodenext`: what they declare does not change with the resolution,
 // and checking every declaration of the project takes a TypeScript 5 about 15 s); errors inside
 // other packages' declarations are not this package's.
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 // @ts-expect-error: a plain JavaScript module of the scripts, without types
@@ -77,4 +77,35 @@ describe("the README's snippets under every tsconfig", () => {
       }
     }, 300_000);
   }
+});
+
+describe("the public type tests (test/types/) on the packed package", () => {
+  it("compile with strict and exactOptionalPropertyTypes on each TypeScript", async () => {
+    const sources = new URL("../types/", import.meta.url);
+    const dir = join(project, `type-tests-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
+    mkdirSync(dir);
+    try {
+      const files = readdirSync(sources).filter((name) => name.endsWith(".test-d.ts"));
+      expect(files.length).toBeGreaterThan(0);
+      for (const name of files) copyFileSync(new URL(name, sources), join(dir, name));
+      const compilerOptions = {
+        ...RESOLUTIONS.nodenext,
+        target: "es2022",
+        strict: true,
+        exactOptionalPropertyTypes: true,
+        noUncheckedIndexedAccess: true,
+        skipLibCheck: true,
+        noEmit: true,
+      };
+      writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({ compilerOptions, files }, null, 2));
+      for (const [name, tsc] of Object.entries(compilers)) {
+        const run = await runToEnd(process.execPath, [tsc, "-p", "tsconfig.json", "--pretty", "false"], { cwd: dir });
+        const errors = run.output.split("\n").filter((line) => /error TS\d+/.test(line));
+        expect(errors, name).toEqual([]);
+        expect(run.code, `${name}: ${run.output}`).toBe(0);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 300_000);
 });

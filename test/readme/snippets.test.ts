@@ -15,7 +15,8 @@ import { packedProject } from "../../scripts/packed-project.mjs";
 import { createMachineIdentity, registerMachine, unsealSecret } from "../../src/node/index.js";
 import { generateReleaseKeyPair } from "../../src/release/keys.js";
 import { signReleaseDirectory } from "../../src/release/manifest.js";
-import { demoInventory, startHarness, type Harness } from "../node/harness.js";
+import { demoInventory } from "../helpers/inventory.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 import { fakePodman, startUnsealingHarness, whereSecretsAre } from "../node/machine-secrets.js";
 import { startSwtpm, type Swtpm } from "../node/swtpm.js";
 import { supplyConstants, yoursLines } from "./markdown.js";
@@ -116,7 +117,7 @@ describe("the README's snippets", () => {
 });
 
 describe("the README's snippets against a reference server", () => {
-  let h: Harness;
+  let h: TestServer;
   let tpm: Swtpm;
   let releases: string;
   let releaseKeyFile: string;
@@ -138,7 +139,7 @@ describe("the README's snippets against a reference server", () => {
     ]);
   });
   afterAll(async () => {
-    await Promise.all([h?.close(), tpm?.stop()]);
+    await Promise.all([h?.dispose(), tpm?.stop()]);
     rmSync(releases, { recursive: true, force: true });
   });
 
@@ -253,15 +254,15 @@ describe("the README's snippets against a reference server", () => {
   it("the script approves the waiting machines whose pairing codes were confirmed, and only those", async () => {
     // A cluster of its own: the machines of this file register from one address, which the
     // default approval gives the first machine approved.
-    const own = await startHarness({ timing: { tickMs: 100 } });
+    const own = await startTestServer({ timing: { tickMs: 100 } });
     try {
       await approveConfirmed(own);
     } finally {
-      await own.close();
+      await own.dispose();
     }
   }, 300_000);
 
-  async function approveConfirmed(h: Harness): Promise<void> {
+  async function approveConfirmed(h: TestServer): Promise<void> {
     const { url } = await h.admin.mintJoinCode({ endpoint: h.server.joinEndpoint });
     const register = async (hostname: string) =>
       (

@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PERMISSIONS, type Permission } from "../../examples/reference-server/auth.js";
 import { CROCKFORD_ALPHABET } from "../../src/core/base32.js";
 import { parseJoinCode } from "../../src/core/join-code.js";
-import { admin, expectSpec, insertJoinRow, mint, startTestServer, type TestServer } from "./helpers.js";
+import { admin, expectSpec, insertJoinRow, mint } from "./helpers.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 
 let t: TestServer;
 beforeAll(async () => {

@@ -3,7 +3,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAdminClient, StratumApiError } from "../../src/index.js";
 import { validateResponses } from "../../src/validate/index.js";
-import { admin, insertJoinRow, startTestServer, type TestServer } from "./helpers.js";
+import { admin, insertJoinRow } from "./helpers.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 
 let t: TestServer;
 beforeAll(async () => {

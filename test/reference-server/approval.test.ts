@@ -3,7 +3,9 @@
 // elsewhere); approvals go over HTTP and are held to the spec.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { JoinRow } from "../../examples/reference-server/rows.js";
-import { admin, insertJoinRow, sampleInventory, startTestServer, type TestServer } from "./helpers.js";
+import { admin, insertJoinRow } from "./helpers.js";
+import { sampleInventory } from "../helpers/inventory.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 
 let t: TestServer;
 beforeAll(async () => {

@@ -7,7 +7,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { ReferenceServer } from "../../examples/reference-server/server.js";
-import { TestJoiner, eventually, sameSelectorOtherCode } from "./helpers.js";
+import { TestJoiner, sameSelectorOtherCode } from "./helpers.js";
+import { eventually } from "../helpers/eventually.js";
 import { startMainProcess } from "./main-process.js";
 
 const dataDir = mkdtempSync(join(tmpdir(), "stratum-crash-"));
@@ -27,7 +28,8 @@ interface Founder {
 
 /** Starts the reference server's command on the data directory, in its own process. */
 async function startFounder(): Promise<Founder> {
-  const started = await startMainProcess(dataDir);
+  // One code's budget is what this holds: the founder-wide rate of live KE2s is raised.
+  const started = await startMainProcess(dataDir, { STRATUM_LIVE_KE2_BURST: "1000" });
   children.push(started.child);
   return {
     child: started.child,

@@ -6,18 +6,10 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { generateJoinCode, parseJoinCode } from "../../src/core/join-code.js";
 import { createMachineIdentity, registerMachine, type RegisterResult } from "../../src/node/index.js";
-import type { StratumApiError } from "../../src/errors/index.js";
-import {
-  TestJoiner,
-  admin,
-  eventually,
-  keepListenerOpen,
-  mint,
-  sameSelectorOtherCode,
-  sampleInventory,
-  startTestServer,
-  type TestServer,
-} from "./helpers.js";
+import { TestJoiner, admin, keepListenerOpen, mint, sameSelectorOtherCode } from "./helpers.js";
+import { eventually } from "../helpers/eventually.js";
+import { sampleInventory } from "../helpers/inventory.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 
 let t: TestServer | undefined;
 afterEach(async () => {
@@ -47,11 +39,18 @@ async function wrongKe3(joiner: TestJoiner, session: string): Promise<number> {
   return answer.status;
 }
 
+/**
+ * These tests hold one code's budget of outstanding exchanges (10): the founder-wide rate of
+ * live KE2s, which would refuse sooner (test/reference-server/live-rate.test.ts), is raised.
+ */
+const ONE_CODE = { limits: { liveKe2Burst: 1_000 } };
+
 describe("a batch of machines with one code", () => {
   it("registers 64 machines started at once with the real joiner; the code stays live with 0 attempts", async () => {
     const s = await startTestServer({
       // All of them come from 127.0.0.1: the per-address limits and the waiting limit are raised.
-      limits: { perAddressCalls: 100_000, perAddressRegistrations: 1_000, maxWaiting: 1_000 },
+      // The founder-wide rate of live KE2s too: this is about one code's budget.
+      limits: { perAddressCalls: 100_000, perAddressRegistrations: 1_000, maxWaiting: 1_000, ...ONE_CODE.limits },
     });
     t = s;
     const minted = await mint(s.server);
@@ -74,7 +73,7 @@ describe("a batch of machines with one code", () => {
           // slower than 64 machines of their own.
           timeoutMs: 600_000,
           connectTimeoutMs: 300_000,
-          onRetry: (error: StratumApiError) => {
+          onRetry: (error) => {
             waits.push(error.code);
             refused.add(i);
           },
@@ -83,7 +82,7 @@ describe("a batch of machines with one code", () => {
     );
     // Every one of the 64 was told to wait at least once; then the ten send their KE3.
     // As long as the joiners' own connect deadline: 64 handshakes and KE1s in one process.
-    await eventually(() => refused.size === 64, 300_000, 100);
+    await eventually(() => refused.size === 64, 300_000, "every joiner told to wait");
     const first = await Promise.all(early.map((j, i) => j.sendProof("registrations", registrationBody(i), held[i]!)));
     expect(first.map((p) => p.response.status)).toEqual(Array(10).fill(201));
 
@@ -98,7 +97,7 @@ describe("a batch of machines with one code", () => {
 
 describe("a guesser", () => {
   it("gets at most 10 KE2 answers of 30 sent at once, and the code burns when those 10 end unproven", async () => {
-    const s = await startTestServer();
+    const s = await startTestServer(ONE_CODE);
     t = s;
     const minted = await mint(s.server);
     await keepListenerOpen(s.server, minted.code);
@@ -148,7 +147,7 @@ describe("a guesser", () => {
   });
 
   it("gets 503 JOIN_CODE_BUSY for an unknown selector too, past the same number of exchanges", async () => {
-    const s = await startTestServer();
+    const s = await startTestServer(ONE_CODE);
     t = s;
     const minted = await mint(s.server);
     let unknown: string;

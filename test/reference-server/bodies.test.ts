@@ -3,7 +3,8 @@
 // progress report never names a step with one of the founder's own failedStep names. Every
 // answer is held to the spec.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { TestJoiner, admin, insertJoinRow, mint, startTestServer, type TestServer } from "./helpers.js";
+import { TestJoiner, admin, insertJoinRow, mint } from "./helpers.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 
 let t: TestServer;
 let joiner: TestJoiner;

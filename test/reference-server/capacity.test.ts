@@ -6,15 +6,9 @@
 // and expiring a waiting join.
 import { afterEach, describe, expect, it } from "vitest";
 import { MAX_CONTROL_PLANE } from "../../examples/reference-server/capacity.js";
-import {
-  TestJoiner,
-  admin,
-  insertJoinRow,
-  mint,
-  sampleInventory,
-  startTestServer,
-  type TestServer,
-} from "./helpers.js";
+import { TestJoiner, admin, insertJoinRow, mint } from "./helpers.js";
+import { sampleInventory } from "../helpers/inventory.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 
 let t: TestServer | undefined;
 afterEach(async () => {

@@ -7,7 +7,10 @@ import { afterEach, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { bundleSecrets, type ClusterSecrets } from "../../examples/reference-server/delivery.js";
 import type { StoredAssignment } from "../../examples/reference-server/rows.js";
-import { eventually, insertJoinRow, sampleInventory, startTestServer, type TestServer } from "./helpers.js";
+import { insertJoinRow } from "./helpers.js";
+import { eventually } from "../helpers/eventually.js";
+import { sampleInventory } from "../helpers/inventory.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 
 let t: TestServer | undefined;
 let nodes = 0;

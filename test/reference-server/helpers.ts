@@ -1,12 +1,9 @@
 /**
- * Test helpers for the reference server: a server per test on loopback (port 0, a temp data
- * directory, a captured log), admin calls, a minimal joiner (OPAQUE over one pinned TLS 1.3
+ * Test helpers of the reference server's own tests (a server to test them on is
+ * test/helpers/reference-server.ts): admin calls, a minimal joiner (OPAQUE over one pinned TLS 1.3
  * connection, with the channel binding of src/core/pairing.ts), and a validator that holds
  * every answer to openapi.yaml.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Client } from "undici";
 import { expect } from "vitest";
 import { generateJoinCode, parseJoinCode } from "../../src/core/join-code.js";
@@ -22,11 +19,11 @@ import { createMachineIdentity, type MachineIdentity } from "../../src/node/iden
 import { finishLogin, startLogin } from "../../src/node/opaque.js";
 import { openPinnedConnection, type PinnedConnection, type PinnedResponse } from "../../src/node/pinned-connection.js";
 import { connectPinnedSocket } from "../../src/node/pinned-socket.js";
-import { caFingerprint, verifyListenerCertificate } from "../../src/node/pki.js";
-import type { ReferenceServerConfig } from "../../examples/reference-server/config.js";
+import { caFingerprint, verifyListenerCertificate } from "../../src/protocol/pki.js";
 import { newJoinRow, type JoinRow } from "../../examples/reference-server/rows.js";
 import type { Inventory } from "../../src/types.js";
-import { startReferenceServer, type ReferenceServer } from "../../examples/reference-server/server.js";
+import type { ReferenceServer } from "../../examples/reference-server/server.js";
+import { sampleInventory } from "../helpers/inventory.js";
 import { spec, specAjv } from "../spec/spec.js";
 
 // ------------------------------------------------------------------ the spec
@@ -79,62 +76,6 @@ export function expectSpec(operationId: string, status: number, contentType: str
   const ok = validate!(body);
   expect(ok ? [] : validate!.errors, `${operationId} ${status} answer against the spec`).toEqual([]);
   specChecks.count++;
-}
-
-// ------------------------------------------------------------------ servers
-
-/** A started server with its captured log. */
-export interface TestServer {
-  server: ReferenceServer;
-  logs: string[];
-  dataDir: string;
-  config: ReferenceServerConfig;
-  /** Stops it (the data directory stays, for a restart). */
-  stop(): Promise<void>;
-  /** Starts it again on the same data directory (new ports). */
-  restart(): Promise<TestServer>;
-  /** Stops it and deletes its data directory. */
-  dispose(): Promise<void>;
-}
-
-/** Starts a reference server on loopback with port 0 and a fresh temp data directory. */
-export async function startTestServer(
-  overrides: Partial<ReferenceServerConfig> = {},
-  dataDir?: string,
-): Promise<TestServer> {
-  const dir = dataDir ?? mkdtempSync(join(tmpdir(), "stratum-ref-"));
-  const logs: string[] = [];
-  const config: ReferenceServerConfig = {
-    adminAddr: "127.0.0.1:0",
-    joinAddr: "127.0.0.1:0",
-    log: (line) => logs.push(line),
-    ...overrides,
-    timing: { tickMs: 50, listenerCloseGraceMs: 50, ...(overrides.timing ?? {}) },
-    dataDir: dir,
-  };
-  const server = await startReferenceServer(config);
-  let stopped = false;
-  const t: TestServer = {
-    server,
-    logs,
-    dataDir: dir,
-    config,
-    stop: async () => {
-      if (stopped) return;
-      stopped = true;
-      await server.close();
-    },
-    restart: async () => {
-      await t.stop();
-      const next = await startTestServer({ ...overrides, log: (line) => logs.push(line) }, dir);
-      return next;
-    },
-    dispose: async () => {
-      await t.stop();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-  return t;
 }
 
 // ------------------------------------------------------------------ admin calls
@@ -434,74 +375,6 @@ export class TestJoiner {
   }
 }
 
-/**
- * An inventory like the spec's example: one blank NVMe data disk, a system disk, two NICs, the
- * first holding `address`.
- */
-export function sampleInventory(address = "192.0.2.21"): Record<string, unknown> {
-  return {
-    uefi: true,
-    disks: [
-      {
-        name: "nvme0n1",
-        path: "/dev/nvme0n1",
-        byId: ["/dev/disk/by-id/nvme-SYSTEM_DISK_0001"],
-        wwn: "eui.0000000000000001",
-        sizeBytes: 512110190592,
-        mountpoints: ["/", "/boot/efi"],
-        holders: [{ kind: "partition-table", device: "nvme0n1", detail: "gpt" }],
-        partitions: [{ number: 1, name: "nvme0n1p1", path: "/dev/nvme0n1p1", sizeBytes: 536870912, fsType: "vfat" }],
-      },
-      {
-        name: "nvme1n1",
-        path: "/dev/nvme1n1",
-        byId: ["/dev/disk/by-id/nvme-Samsung_SSD_980_PRO_2TB_S6B0NL0W123456"],
-        wwn: "eui.002538b221b0a1c2",
-        sizeBytes: 2000398934016,
-        mountpoints: [],
-        holders: [],
-        partitions: [],
-        stack: [],
-      },
-      {
-        name: "sda",
-        path: "/dev/sda",
-        byId: ["/dev/disk/by-id/ata-OLD_DISK_42"],
-        wwn: "naa.5000c500a1b2c3d4",
-        sizeBytes: 1000204886016,
-        mountpoints: [],
-        holders: [{ kind: "filesystem", device: "sda1", detail: "ext4" }],
-        partitions: [{ number: 1, name: "sda1", path: "/dev/sda1", sizeBytes: 1000204886016, fsType: "ext4" }],
-      },
-    ],
-    nics: [
-      {
-        name: "enp87s0",
-        mac: "58:47:ca:70:11:02",
-        operState: "up",
-        link: "up",
-        speedMbps: 1000,
-        mtu: 1500,
-        addresses: [`${address}/24`],
-        wireless: false,
-      },
-      {
-        name: "enp2s0f0",
-        mac: "58:47:ca:70:11:03",
-        operState: "up",
-        link: "up",
-        speedMbps: 10000,
-        mtu: 9000,
-        addresses: [],
-        wireless: false,
-      },
-    ],
-    cpu: { model: "AMD Ryzen 9 7940HS", sockets: 1, cores: 8, threads: 16, virtualization: "svm" },
-    memoryBytes: 68719476736,
-    osDiskLayout: "compute-tail",
-  };
-}
-
 let seq = 0;
 
 /**
@@ -553,15 +426,4 @@ export function insertJoinRow(server: ReferenceServer, overrides: Partial<JoinRo
     }),
   );
   return id;
-}
-
-/** Polls `check` until it returns a truthy value or `ms` pass. */
-export async function eventually<T>(check: () => T | Promise<T>, ms = 5000, step = 25): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > end) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, step));
-  }
 }

@@ -9,8 +9,12 @@ import { connect as connectTls } from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { specAjv } from "../spec/spec.js";
 import { spec } from "../spec/spec.js";
-import { TestJoiner, admin, expectSpec, insertJoinRow, mint, startTestServer, type TestServer } from "./helpers.js";
+import { TestJoiner, admin, expectSpec, insertJoinRow, mint } from "./helpers.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 
+// C0 and C1 controls and DEL: what a terminal or a log reader acts on.
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 const validateProblem = specAjv().getSchema("openapi#/components/schemas/Problem")!;
 
 let t: TestServer;
@@ -156,7 +160,7 @@ describe("the HTTP parser's refusals are problem documents", () => {
         expect([path, answer.status]).toEqual([path, 401]);
         continue;
       }
-      expect([path, answer.status, JSON.parse(answer.body).code]).toEqual([path, 405, "NOT_FOUND"]);
+      expect([path, answer.status, JSON.parse(answer.body).code]).toEqual([path, 405, "METHOD_NOT_ALLOWED"]);
       const allow = answer.headers.allow!.split(",").map((m) => m.trim());
       for (const m of methods) expect(allow, path).toContain(m);
     }
@@ -167,6 +171,43 @@ describe("the HTTP parser's refusals are problem documents", () => {
     const joiner = await TestJoiner.create(t.server);
     expect((await joiner.pake((await mint(t.server)).code)).response.status).toBe(200);
     await joiner.close();
+  });
+});
+
+describe("refusals say what is wrong, and quote nothing a terminal or a log would act on", () => {
+  it("a method a path does not serve is 405 METHOD_NOT_ALLOWED with Allow, on both listeners", async () => {
+    const method = await admin(t.server, "PATCH", "/v1/admin/cluster/joins");
+    expect(method.status).toBe(405);
+    expect(method.body).toMatchObject({ code: "METHOD_NOT_ALLOWED", status: 405 });
+    expect(validateProblem(method.body)).toBe(true);
+    expect(method.headers.get("allow")).toBe("GET");
+    const joiner = await TestJoiner.create(t.server);
+    const answer = await (await joiner.connect()).request({ method: "GET", path: "/v1/join/pake" });
+    expect(answer.status).toBe(405);
+    expect(answer.json).toMatchObject({ code: "METHOD_NOT_ALLOWED" });
+    expect(answer.headers.allow).toBe("POST");
+    await joiner.close();
+    for (const listener of ["admin", "join"] as const) {
+      const connect = await sendRaw(listener, `CONNECT stratum.test:443 HTTP/1.1\r\n${HOST}\r\n`);
+      expect(JSON.parse(connect.body)).toMatchObject({ code: "METHOD_NOT_ALLOWED", status: 405 });
+    }
+  });
+
+  it("a 404 for an id never echoes the CR, LF or escape a decoded path segment carries", async () => {
+    const injected = encodeURIComponent("nj-1\r\nX-Injected: 1\u001b[8m\u009b2J");
+    for (const [method, path] of [
+      ["GET", `/v1/admin/cluster/joins/${injected}`],
+      ["POST", `/v1/admin/cluster/joins/${injected}/retry`],
+      ["DELETE", `/v1/admin/cluster/join-codes/${injected}`],
+    ] as const) {
+      const answer = await admin(t.server, method, path);
+      expect(answer.status, path).toBe(404);
+      const detail = (answer.body as { detail: string }).detail;
+      expect(detail).not.toMatch(CONTROL);
+      expect(detail).not.toContain("X-Injected");
+    }
+    // The log names the path as it came, percent-encoded: one line each, nothing a terminal acts on.
+    for (const line of t.logs) expect(line).not.toMatch(CONTROL);
   });
 });
 

@@ -19,7 +19,7 @@ import {
   waitForRegistration,
 } from "../../src/node/index.js";
 import { makeRelease, removeDir, tempDir, type Fixture } from "../release/helpers/release.js";
-import { startTestServer, type TestServer } from "./helpers.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 
 const FILES = { "os/blobs/rootfs.img": 300_000, "sysext/agent.raw": 12_345 };
 

@@ -12,7 +12,8 @@ import {
 } from "../../examples/reference-server/addresses.js";
 import { DEFAULT_CLUSTER } from "../../examples/reference-server/config.js";
 import type { JoinRow } from "../../examples/reference-server/rows.js";
-import { admin, insertJoinRow, startTestServer, type TestServer } from "./helpers.js";
+import { admin, insertJoinRow } from "./helpers.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 
 describe("IPv6 address arithmetic", () => {
   it("writes every spelling of an address one way (RFC 5952)", () => {

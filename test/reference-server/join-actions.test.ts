@@ -7,7 +7,8 @@ import { canApprove, canExpire, canFail, canReject, canRetry } from "../../examp
 import { JOIN_ACTION_STATES, JOIN_STATES, joinAllows, type JoinAction } from "../../src/core/join-states.js";
 import { adminHandlers, createFakeCluster } from "../../src/testing/index.js";
 import type { JoinState } from "../../src/types.js";
-import { admin, insertJoinRow, startTestServer, type TestServer } from "./helpers.js";
+import { admin, insertJoinRow } from "./helpers.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 
 const ACTIONS: JoinAction[] = ["approve", "reject", "fail", "retry", "expire"];
 const BODIES: Record<JoinAction, unknown> = {

@@ -7,7 +7,9 @@ import { parse } from "yaml";
 import { parseJoinCode } from "../../src/core/join-code.js";
 import { parsePairingCode } from "../../src/core/pairing.js";
 import { sensitiveFields } from "../../generated/sensitive.js";
-import { TestJoiner, admin, eventually, mint, startTestServer, type TestServer } from "./helpers.js";
+import { TestJoiner, admin, mint } from "./helpers.js";
+import { eventually } from "../helpers/eventually.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 
 let t: TestServer;
 beforeEach(async () => {

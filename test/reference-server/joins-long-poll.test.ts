@@ -4,7 +4,8 @@
 // a console's watchJoins on it sees a machine arrive in a round trip, not a polling interval.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAdminClient, type JoinChange } from "../../src/index.js";
-import { admin, insertJoinRow, startTestServer, type TestServer } from "./helpers.js";
+import { admin, insertJoinRow } from "./helpers.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 
 let t: TestServer;
 beforeAll(async () => {

@@ -3,7 +3,7 @@
  * process of its own, configured by environment, on loopback ports the system picks.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { eventually } from "./helpers.js";
+import { eventually } from "../helpers/eventually.js";
 
 const root = new URL("../../", import.meta.url).pathname;
 
@@ -16,9 +16,18 @@ export interface MainProcess {
   joinPort: number;
 }
 
-/** Starts `main.ts` on `dataDir` (`env` added to the environment); resolves once it has printed its admin token. */
-export async function startMainProcess(dataDir: string, env: Record<string, string> = {}): Promise<MainProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", "examples/reference-server/main.ts"], {
+/**
+ * Starts `main.ts` on `dataDir` (`env` added to the environment); resolves once it has printed
+ * its admin token. With `netns`, it runs inside that network namespace (`ip netns exec`).
+ */
+export async function startMainProcess(
+  dataDir: string,
+  env: Record<string, string> = {},
+  options: { netns?: string } = {},
+): Promise<MainProcess> {
+  const command = [process.execPath, "--import", "tsx", "examples/reference-server/main.ts"];
+  const [file, ...args] = options.netns ? ["ip", "netns", "exec", options.netns, ...command] : command;
+  const child = spawn(file!, args, {
     cwd: root,
     env: {
       ...process.env,
@@ -39,7 +48,7 @@ export async function startMainProcess(dataDir: string, env: Record<string, stri
         return /admin token .*\n/.test(out);
       },
       30_000,
-      50,
+      "the admin token line",
     );
   } catch (error) {
     child.kill("SIGKILL");
@@ -49,6 +58,6 @@ export async function startMainProcess(dataDir: string, env: Record<string, stri
     child,
     output: () => out,
     adminUrl: /admin API\s+(\S+)/.exec(out)![1]!,
-    joinPort: Number(/join listener\s+127\.0\.0\.1:(\d+)/.exec(out)![1]),
+    joinPort: Number(/join listener\s+\S+:(\d+)/.exec(out)![1]),
   };
 }

@@ -5,7 +5,9 @@ import * as tls from "node:tls";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { generateJoinCode, parseJoinCode } from "../../src/core/join-code.js";
 import { finishLogin } from "../../src/node/opaque.js";
-import { TestJoiner, admin, eventually, keepListenerOpen, mint, startTestServer, type TestServer } from "./helpers.js";
+import { TestJoiner, admin, keepListenerOpen, mint } from "./helpers.js";
+import { eventually } from "../helpers/eventually.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 
 let t: TestServer;
 beforeEach(async () => {

@@ -16,7 +16,8 @@ import { connect as connectTls } from "node:tls";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { specAjv } from "../spec/spec.js";
-import { mint, startTestServer, type TestServer } from "./helpers.js";
+import { mint } from "./helpers.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 
 const RUNS = Number(process.env.STRATUM_FUZZ_RUNS ?? 300);
 const SEED = Number(process.env.STRATUM_FUZZ_SEED ?? 20261130);

@@ -5,10 +5,13 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, truncateSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { dispatcherSource } from "../../src/release/sources.js";
-import { downloadReleaseFrom } from "../../src/release/download/index.js";
+import { dispatcherSource } from "../../src/transport/sources.js";
+import { downloadReleaseFrom } from "../../src/transport/download/index.js";
 import { generateReleaseKeyPair, signReleaseDirectory } from "../../src/release/index.js";
-import { TestJoiner, admin, eventually, mint, startTestServer, type TestServer } from "./helpers.js";
+import { connect as connectTls } from "node:tls";
+import { TestJoiner, admin, mint } from "./helpers.js";
+import { eventually } from "../helpers/eventually.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 
 let releaseRoot: string;
 let keys: ReturnType<typeof generateReleaseKeyPair>;
@@ -150,7 +153,7 @@ describe("a joiner on an older release", () => {
     await eventually(
       async () => (await extra[3]!.call("getServedReleaseFile", "GET", `${base()}/sysext/stratum.raw`)).status === 200,
       10_000,
-      100,
+      "a slot freed",
     );
     await extra[3]!.close();
   });
@@ -184,6 +187,35 @@ describe("a joiner on an older release", () => {
     } finally {
       rmSync(dest, { recursive: true, force: true });
     }
+  });
+
+  it("logs the peer's address of every served file, also of a download cut off part way", async () => {
+    const logged = t.logs.length;
+    // Each request on a connection of its own, cut (reset) as soon as the answer starts: the
+    // answer's log line is written after the socket is gone.
+    for (let i = 0; i < 8; i++) {
+      await new Promise<void>((resolve, reject) => {
+        const socket = connectTls({
+          host: "127.0.0.1",
+          port: t.server.joinPort,
+          cert: joiner.identity.certPem,
+          key: joiner.identity.keyPem,
+          rejectUnauthorized: false,
+          minVersion: "TLSv1.3",
+        });
+        socket.once("secureConnect", () =>
+          socket.write(`GET ${base()}/os/blobs/sha256-big HTTP/1.1\r\nHost: founder\r\nConnection: close\r\n\r\n`),
+        );
+        socket.once("data", () => {
+          socket.destroy();
+          resolve();
+        });
+        socket.once("error", reject);
+      });
+    }
+    await eventually(() => t.logs.slice(logged).filter((l) => l.includes("/release/")).length >= 8 || undefined);
+    const lines = t.logs.slice(logged).filter((l) => l.includes("/release/"));
+    for (const line of lines) expect(line).toMatch(/ join 127\.0\.0\.1 GET /);
   });
 
   it("records upgrade failures without leaving needs-upgrade, and becomes pending on the cluster's release", async () => {

@@ -3,7 +3,9 @@
 // middle of a delivery that leaves the state before it.
 import { connect } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { TestJoiner, admin, eventually, insertJoinRow, mint, startTestServer, type TestServer } from "./helpers.js";
+import { TestJoiner, admin, insertJoinRow, mint } from "./helpers.js";
+import { eventually } from "../helpers/eventually.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 
 let t: TestServer | undefined;
 afterEach(async () => {

@@ -13,7 +13,9 @@ import { sensitiveFields } from "../../generated/sensitive.js";
 import { parseJoinUrl } from "../../src/core/join-url.js";
 import { createMachineIdentity, registerMachine, reportProgress, waitForRegistration } from "../../src/node/index.js";
 import type { Bundle } from "../../src/types.js";
-import { admin, sampleInventory, startTestServer, type TestServer } from "./helpers.js";
+import { admin } from "./helpers.js";
+import { sampleInventory } from "../helpers/inventory.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 
 let t: TestServer | undefined;
 afterEach(async () => {

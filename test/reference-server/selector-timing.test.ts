@@ -22,7 +22,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { generateJoinCode, parseJoinCode } from "../../src/core/join-code.js";
 import { startLogin } from "../../src/node/opaque.js";
-import { TestJoiner, mint, startTestServer, type TestServer } from "./helpers.js";
+import { TestJoiner, mint } from "./helpers.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 
 /** Pairs of probes that do not count (JIT, caches, TLS). */
 const WARM_UP = 40;
@@ -88,7 +89,14 @@ describe("KE1 timing", () => {
   it("answers a live selector and an unknown one in the same time (5th percentiles within 1 ms and 10%)", async () => {
     // Every live probe is an exchange left outstanding: the code's budget is raised so that
     // none is refused as busy (the budget's size changes nothing on the path a KE1 takes).
-    t = await startTestServer({ limits: { maxAttempts: 100_000, perAddressCalls: 1_000_000 } });
+    t = await startTestServer({
+      limits: {
+        maxAttempts: 100_000,
+        perAddressCalls: 1_000_000,
+        liveKe2Burst: 1_000_000,
+        liveKe2PerMinute: 1_000_000,
+      },
+    });
     const minted = await mint(t.server);
     const live = parseJoinCode(minted.code);
     let unknown = generateJoinCode();

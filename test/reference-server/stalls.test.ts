@@ -5,7 +5,9 @@
 // queues it again and it can still reach `joined`.
 import { afterEach, describe, expect, it } from "vitest";
 import { createAdminClient } from "../../src/index.js";
-import { TestJoiner, admin, eventually, insertJoinRow, mint, startTestServer, type TestServer } from "./helpers.js";
+import { TestJoiner, admin, insertJoinRow, mint } from "./helpers.js";
+import { eventually } from "../helpers/eventually.js";
+import { type TestServer, startTestServer } from "../helpers/reference-server.js";
 
 let t: TestServer | undefined;
 afterEach(async () => {

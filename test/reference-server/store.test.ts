@@ -6,8 +6,8 @@ import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { readPragma } from "../../examples/reference-server/sqlite.js";
 import { MIGRATIONS } from "../../examples/reference-server/schema.js";
+import { readPragma } from "../../examples/reference-server/sqlite.js";
 import { Store } from "../../examples/reference-server/store.js";
 
 const root = new URL("../../", import.meta.url).pathname;

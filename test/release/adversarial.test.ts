@@ -12,7 +12,7 @@ import {
   verifyReleaseDirectory,
   type ReleaseVerificationRule,
 } from "../../src/release/index.js";
-import { type DownloadedRelease, type DownloadReleaseOptions } from "../../src/release/download/index.js";
+import { type DownloadedRelease, type DownloadReleaseOptions } from "../../src/transport/download/index.js";
 import { type StratumApiError } from "../../src/errors/index.js";
 import { MANIFEST_CASES, caseKeys, type CaseKeys } from "./helpers/manifest-cases.js";
 import {
@@ -357,7 +357,7 @@ describe.each(Object.entries(CASES))("adversarial: %s", (_group, cases) => {
     mirror.log.length = 0;
     let outcome: DownloadedRelease | unknown;
     try {
-      outcome = await download(fx, mirror, dir, { concurrency: 1, ...c.options });
+      outcome = await download(fx, mirror, dir, { filesAtOnce: 1, ...c.options });
     } catch (error) {
       outcome = error;
     } finally {

@@ -8,13 +8,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StratumApiError } from "../../src/errors/index.js";
 import { ReleaseArgumentError, verifyReleaseDirectory } from "../../src/release/index.js";
 import { ReleaseDownloadError } from "../../src/errors/release.js";
-import { dispatcherSource, mirrorSource, type ReleaseSource } from "../../src/release/sources.js";
-import { downloadReleaseFrom, type ReleaseProgress } from "../../src/release/download/index.js";
+import { dispatcherSource, mirrorSource, type ReleaseSource } from "../../src/transport/sources.js";
+import { downloadReleaseFrom, type ReleaseProgress } from "../../src/transport/download/index.js";
 import { startMirror, type Mirror } from "./helpers/mirror.js";
 import { startMirroredRelease, type MirroredRelease } from "./helpers/mirrored-release.js";
 import { makeTestPki, type TestPki } from "./helpers/pki.js";
 import type { Fixture } from "./helpers/release.js";
-import { RELEASE_TEST_HOOKS, type ReleaseTestHooks } from "../../src/release/download/index.js";
+import { RELEASE_TEST_HOOKS, type ReleaseTestHooks } from "../../src/transport/download/index.js";
 import { countOverlap, download, failure, listTree } from "./helpers/run.js";
 
 let pki: TestPki;
@@ -108,11 +108,11 @@ describe("downloadReleaseFrom from a mirror", () => {
       expect(events[i]!.bytesFetched).toBeGreaterThanOrEqual(events[i - 1]!.bytesFetched);
   });
 
-  it("keeps at most `concurrency` files in flight, through any ReleaseSource", async () => {
+  it("keeps at most `filesAtOnce` files in flight, through any ReleaseSource", async () => {
     const inner = mirrorSource(mirror.url, { ca: mirror.caPem });
     const counting = countOverlap(inner, 2, (path) => path !== "payload/manifest.json");
     const dir = await dest();
-    await download(fx, mirror, dir, { source: counting.source, concurrency: 2 });
+    await download(fx, mirror, dir, { source: counting.source, filesAtOnce: 2 });
     await inner.close!();
     await expectRelease(dir);
     expect(counting.peak()).toBe(2);
@@ -160,7 +160,7 @@ describe("downloadReleaseFrom from a mirror", () => {
     );
     const error = await failure(
       download(fx, mirror, dir, {
-        concurrency: 1,
+        filesAtOnce: 1,
         signal: controller.signal,
         onProgress: (p) => {
           if (p.file.path === "sysext/kubernetes.raw" && p.file.bytesDone > 1_000_000) controller.abort(reason);
@@ -198,7 +198,7 @@ describe("downloadReleaseFrom from a mirror", () => {
     );
     const started = Date.now();
     const dir = await dest();
-    await download(fx, mirror, dir, { concurrency: 5 });
+    await download(fx, mirror, dir, { filesAtOnce: 5 });
     mirror.setFaults(undefined);
     expect(Date.now() - started).toBeGreaterThanOrEqual(950);
     await expectRelease(dir);
@@ -289,8 +289,15 @@ describe("downloadReleaseFrom from a mirror", () => {
       downloadReleaseFrom({ ...base, upgrade: { to: "0.6.0", source: "http://mirror.example/r" } }),
     ).rejects.toBeInstanceOf(ReleaseArgumentError);
     await expect(
+      downloadReleaseFrom({ ...base, upgrade: { to: "0.6.0", source: mirror.url }, filesAtOnce: 0 }),
+    ).rejects.toThrow(/filesAtOnce is a whole number/);
+    // the former name is still read, and is refused when it contradicts the new one
+    await expect(
       downloadReleaseFrom({ ...base, upgrade: { to: "0.6.0", source: mirror.url }, concurrency: 0 }),
-    ).rejects.toBeInstanceOf(ReleaseArgumentError);
+    ).rejects.toThrow(/filesAtOnce is a whole number/);
+    await expect(
+      downloadReleaseFrom({ ...base, upgrade: { to: "0.6.0", source: mirror.url }, filesAtOnce: 2, concurrency: 3 }),
+    ).rejects.toThrow(/filesAtOnce and its former name concurrency differ/);
     mirror.log.length = 0;
     await expect(
       downloadReleaseFrom({

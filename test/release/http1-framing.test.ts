@@ -5,10 +5,10 @@
  * over a real TLS connection; here each bound is tested at its boundary, byte by byte.
  */
 import { describe, expect, it } from "vitest";
-import { ChunkedDecoder, MAX_TRAILER_BYTES, MAX_TRAILER_FIELDS } from "../../src/release/http1/chunked.js";
-import { Http1Error } from "../../src/release/http1/error.js";
-import { findHeadEnd, framingOf, parseHead, requestText as requestHead } from "../../src/release/http1/head.js";
-import type { Http1GetOptions } from "../../src/release/http1/index.js";
+import { ChunkedDecoder, MAX_TRAILER_BYTES, MAX_TRAILER_FIELDS } from "../../src/transport/http1/chunked.js";
+import { Http1Error } from "../../src/transport/http1/error.js";
+import { findHeadEnd, framingOf, parseHead, requestText as requestHead } from "../../src/transport/http1/head.js";
+import type { Http1GetOptions } from "../../src/transport/http1/index.js";
 
 const bytes = (text: string) => Buffer.from(text, "latin1");
 

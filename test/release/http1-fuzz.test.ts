@@ -28,7 +28,7 @@ import { Worker } from "node:worker_threads";
 import fc from "fast-check";
 import { Pool } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { http1Get, type BodySink, type Http1Connector } from "../../src/release/http1/index.js";
+import { http1Get, type BodySink, type Http1Connector } from "../../src/transport/http1/index.js";
 import { makeTestPki, type TestPki } from "./helpers/pki.js";
 
 const RUNS = Number(process.env.STRATUM_FUZZ_RUNS ?? 2000);

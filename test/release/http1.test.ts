@@ -14,9 +14,9 @@ import {
   type BodySink,
   type Http1Connector,
   type Http1GetOptions,
-} from "../../src/release/http1/index.js";
-import { MAX_TRAILER_BYTES, MAX_TRAILER_FIELDS } from "../../src/release/http1/chunked.js";
-import { tlsConnector } from "../../src/release/sources.js";
+} from "../../src/transport/http1/index.js";
+import { MAX_TRAILER_BYTES, MAX_TRAILER_FIELDS } from "../../src/transport/http1/chunked.js";
+import { tlsConnector } from "../../src/transport/sources.js";
 import { makeTestPki, type TestPki } from "./helpers/pki.js";
 
 // -- the server --------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ReleaseDownloadError } from "../../src/errors/release.js";
-import { RELEASE_TEST_HOOKS, type ReleaseTestHooks } from "../../src/release/download/index.js";
+import { RELEASE_TEST_HOOKS, type ReleaseTestHooks } from "../../src/transport/download/index.js";
 import type { Mirror } from "./helpers/mirror.js";
 import { startMirroredRelease, type MirroredRelease } from "./helpers/mirrored-release.js";
 import type { Fixture } from "./helpers/release.js";

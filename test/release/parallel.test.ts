@@ -8,8 +8,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ReleaseDownloadError } from "../../src/errors/release.js";
 import { ReleaseVerificationError, verifyReleaseDirectory } from "../../src/release/index.js";
-import { RELEASE_TEST_HOOKS, type DownloadReleaseOptions } from "../../src/release/download/index.js";
-import { mirrorSource } from "../../src/release/sources.js";
+import { RELEASE_TEST_HOOKS, type DownloadReleaseOptions } from "../../src/transport/download/index.js";
+import { mirrorSource } from "../../src/transport/sources.js";
 import type { MirrorFault, MirrorLogEntry, MirrorRequest } from "./helpers/mirror.js";
 import { startMirroredRelease, type MirroredRelease } from "./helpers/mirrored-release.js";
 import { countOverlap, download, downloadInChild, listTree } from "./helpers/run.js";
@@ -30,7 +30,7 @@ afterAll(async () => {
 
 /** Options that put BIG on `connections` connections in 64 KiB segments. */
 function parallel(connections = 3, extra: Partial<DownloadReleaseOptions> = {}): Partial<DownloadReleaseOptions> {
-  return { connections, concurrency: 1, ...extra, [RELEASE_TEST_HOOKS]: { segmentBytes: SEGMENT } } as never;
+  return { connections, filesAtOnce: 1, ...extra, [RELEASE_TEST_HOOKS]: { segmentBytes: SEGMENT } } as never;
 }
 
 async function expectBig(dir: string): Promise<void> {
@@ -98,7 +98,7 @@ describe("a large file on several connections", () => {
   });
 
   it("one connection by default, whatever the size; `connections` asks for more", async () => {
-    const one = await run(undefined, { concurrency: 1, [RELEASE_TEST_HOOKS]: { segmentBytes: SEGMENT } } as never);
+    const one = await run(undefined, { filesAtOnce: 1, [RELEASE_TEST_HOOKS]: { segmentBytes: SEGMENT } } as never);
     if (one.outcome instanceof Error) throw one.outcome;
     await expectBig(one.dir);
     expect(one.log.map((e) => e.range)).toEqual([undefined]);

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { ReleaseArgumentError } from "../../src/errors/index.js";
-import { bypassesProxy, chooseProxy, parseProxyUrl } from "../../src/release/proxy.js";
+import { bypassesProxy, chooseProxy, parseProxyUrl } from "../../src/transport/proxy.js";
 
 const MIRROR = { host: "mirror.example.com", port: 443 };
 

@@ -11,7 +11,7 @@ import { inspect } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ReleaseDownloadError } from "../../src/errors/release.js";
 import { verifyReleaseDirectory } from "../../src/release/index.js";
-import { RELEASE_TEST_HOOKS } from "../../src/release/download/index.js";
+import { RELEASE_TEST_HOOKS } from "../../src/transport/download/index.js";
 import { startMirroredRelease, type MirroredRelease } from "./helpers/mirrored-release.js";
 import { download, failure } from "./helpers/run.js";
 import { freePort, startTinyproxy, type Tinyproxy } from "./helpers/tinyproxy.js";

@@ -156,7 +156,8 @@ export class JoinCodes {
     try {
       const { items } = await session.client.listJoinCodes({ signal: session.signal, timeoutMs: 10_000 });
       if (this.session !== session) return;
-      this.codes = items.filter((c) => c.state === "live");
+      // A burned code stays listed until it would have expired: the operator sees who burned it.
+      this.codes = items.filter((c) => c.state === "live" || c.revokedBy === BURNED_BY);
       if (this.listFeedback.kind === "network") this.listFeedback.clear();
       this.renderList(Date.now());
     } catch (error) {
@@ -247,6 +248,8 @@ export class JoinCodes {
     revoke.setAttribute("aria-label", `Revoke join code ${label}`);
     revoke.addEventListener("click", () => void this.revoke(code, revoke));
     const registered = code.registrations ?? 0;
+    const burned = code.revokedBy === BURNED_BY;
+    const attempts = attemptsLine(code);
     return h(
       "li",
       { class: "code-row", "data-testid": "code-row", "data-code-id": code.id },
@@ -269,7 +272,17 @@ export class JoinCodes {
         { class: "muted" },
         `${registered} ${registered === 1 ? "machine" : "machines"} registered with it · for ${code.endpoint}`,
       ),
-      h("div", { class: "actions" }, revoke),
+      ...(burned
+        ? [
+            h(
+              "div",
+              { class: "code-burned", "data-testid": "code-burned" },
+              "Burned: revoked after too many attempts that did not prove it. Mint a new code; look at where the attempts came from.",
+            ),
+          ]
+        : []),
+      ...(attempts ? [h("div", { class: "muted", "data-testid": "code-attempts" }, attempts)] : []),
+      h("div", { class: "actions" }, ...(burned ? [] : [revoke])),
     );
   }
 
@@ -303,6 +316,17 @@ export class JoinCodes {
     this.ui.codesTitle.focus();
     void this.refresh();
   }
+}
+
+/** Who revokes a code whose attempts reached the limit. */
+const BURNED_BY = "system:too-many-attempts";
+
+/** "3 attempts that did not prove it, from 192.0.2.66 (2), 2001:db8:1:2::/64 (1)", or "" for a code with none. */
+function attemptsLine(code: JoinCodeInfo): string {
+  const sources = code.attemptSources ?? [];
+  if (!code.attempts || sources.length === 0) return "";
+  const from = sources.map((s) => `${s.source} (${s.attempts})`).join(", ");
+  return `${code.attempts} ${code.attempts === 1 ? "attempt" : "attempts"} that did not prove it, from ${from}`;
 }
 
 /** "in 3 h 12 min", or "expired 5 min ago". */

@@ -10,7 +10,7 @@ import { clockWarning } from "../../core/clock.js";
 import type { Inventory, JoinCapacity, NodeJoin } from "../../types.js";
 import { wrap } from "../help.js";
 import { fingerprintLines, formatMoment, table } from "../output.js";
-import { visibleWidth, type Style } from "../style.js";
+import { printableView, visibleWidth, type Style } from "../style.js";
 
 /** Interfaces that say nothing about which machine this is (loopback, virtual devices). */
 const VIRTUAL_NIC = /^(lo|ifb|dummy|veth|docker|virbr|vnet|tun|tap|cni|flannel|cali|kube-ipvs|sit|ip6tnl|gre|erspan)/;
@@ -76,11 +76,13 @@ const COLUMNS: { title: string; cell: (j: NodeJoin) => string; spare?: number; n
  * the MAC, then the serial) move into a note under the row rather than the rows wrapping.
  */
 export function joinListLines(
-  items: readonly NodeJoin[],
+  unsafeItems: readonly NodeJoin[],
   capacity: JoinCapacity | undefined,
   options: { style: Style; width: number | undefined },
 ): string[] {
   const { style, width } = options;
+  // A registrant's host name could otherwise redraw a row with another machine's pairing code.
+  const items = printableView(unsafeItems);
   const lines: string[] = [];
   if (items.length === 0) lines.push("no joins");
   else {
@@ -145,7 +147,9 @@ export function capacityLines(capacity: JoinCapacity, width: number | undefined)
 }
 
 /** One join in full, for `admin joins JOIN_ID` and the answers of approve, reject, …. */
-export function joinLines(join: NodeJoin, style: Style): string[] {
+export function joinLines(unsafeJoin: NodeJoin, style: Style): string[] {
+  // Every string of a join is a registrant's or the founder's: made printable before it is shown.
+  const join = printableView(unsafeJoin);
   const lines = [
     `${style.bold(join.id)}  ${style.state(join.state)}${join.stalled ? style.yellow(" (stalled)") : ""}`,
     `  pairing code   ${join.pairingCode}`,

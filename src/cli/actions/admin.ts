@@ -13,11 +13,12 @@ import { createAdminClient, type AdminClient } from "../../admin/index.js";
 import { clockWarning } from "../../core/clock.js";
 import { parsePairingCode, formatPairingCode } from "../../core/pairing.js";
 import { JoinProtocolError } from "../../errors/index.js";
-import type { Approval, Assignment, DiskAssignment } from "../../types.js";
+import type { Approval, Assignment, DiskAssignment, JoinCodeInfo } from "../../types.js";
 import {
   CliError,
   listFlag,
   numberFlag,
+  requiredFlag,
   stringFlag,
   type ParsedArgs,
   type CommandAction,
@@ -25,6 +26,7 @@ import {
 } from "../args.js";
 import { readJsonFile, readTextFile } from "../files.js";
 import { formatMoment, table } from "../output.js";
+import { printable, printableView } from "../style.js";
 import { joinLines, joinListLines } from "./admin-joins.js";
 import { isJoinState, JOIN_STATES } from "../../core/join-states.js";
 import {
@@ -43,7 +45,7 @@ import {
 const CALL_TIMEOUT_MS = 30_000;
 
 async function clientOf(args: ParsedArgs, command: CommandSpec): Promise<AdminClient> {
-  const baseUrl = stringFlag(args, "api", command, true);
+  const baseUrl = requiredFlag(args, "api", command);
   const tokenFile = stringFlag(args, "token-file", command);
   // An explicit --token-file wins over a STRATUM_TOKEN inherited from the environment.
   const token =
@@ -74,14 +76,14 @@ export const runAdminMint: CommandAction = async (ctx, args) => {
       secret: ["code", "url"],
       notice: "code and url are secret and shown only now; they are not stored anywhere",
     },
-    [
-      `minted join code ${minted.joinCode.id} (selector ${minted.joinCode.selector}), expires ${formatMoment(minted.joinCode.expiresAt)}`,
-      `  endpoint  ${minted.endpoint}`,
+    ((shown) => [
+      `minted join code ${shown.joinCode.id} (selector ${shown.joinCode.selector}), expires ${formatMoment(minted.joinCode.expiresAt)}`,
+      `  endpoint  ${shown.endpoint}`,
       "",
       `  ${ctx.out.style.yellow(ctx.out.style.bold("SECRET, shown only now:"))}`,
-      `  code      ${minted.code}`,
-      `  url       ${minted.url}`,
-    ],
+      `  code      ${shown.code}`,
+      `  url       ${shown.url}`,
+    ])(printableView({ joinCode: minted.joinCode, endpoint: minted.endpoint, code: minted.code, url: minted.url })),
   );
 };
 
@@ -93,26 +95,44 @@ export const runAdminCodes: CommandAction = async (ctx, args) => {
     list,
     list.items.length === 0
       ? "no join codes"
-      : table(
-          ["ID", "SELECTOR", "STATE", "ENDPOINT", "ATTEMPTS", "REGISTRATIONS", "EXPIRES"],
-          list.items.map((c) => [
-            c.id,
-            c.selector,
-            c.state,
-            c.endpoint,
-            String(c.attempts ?? 0),
-            String(c.registrations ?? 0),
-            formatMoment(c.expiresAt),
-          ]),
-        ),
+      : [
+          ...table(
+            ["ID", "SELECTOR", "STATE", "ENDPOINT", "ATTEMPTS", "REGISTRATIONS", "EXPIRES"],
+            list.items.map((c) => [
+              c.id,
+              c.selector,
+              c.revokedBy === "system:too-many-attempts" ? "burned" : c.state,
+              c.endpoint,
+              String(c.attempts ?? 0),
+              String(c.registrations ?? 0),
+              formatMoment(c.expiresAt),
+            ]),
+          ),
+          ...attemptLines(list.items),
+        ],
   );
 };
+
+/**
+ * Where the attempts of each code that has some came from: who is guessing at it, or burned
+ * it (docs/protocol.md#attempts), so the operator can look at those addresses.
+ */
+function attemptLines(codes: readonly JoinCodeInfo[]): string[] {
+  const lines = printableView(codes)
+    .filter((c) => (c.attemptSources?.length ?? 0) > 0)
+    .map((c) => {
+      const from = c.attemptSources!.map((s) => `${s.source} (${s.attempts}, last ${s.lastAttemptAt})`).join(", ");
+      return `  ${c.id}: ${c.attempts ?? 0} attempts that did not prove it, from ${from}`;
+    });
+  return lines.length > 0 ? ["", "attempts:", ...lines] : [];
+}
 
 /** Runs `admin revoke`. */
 export const runAdminRevoke: CommandAction = async (ctx, args) => {
   const client = await clientOf(args, adminRevoke);
   const code = await client.revokeJoinCode(args.positionals[0]!, { signal: ctx.signal });
-  ctx.out.result(code, `revoked ${code.id} (selector ${code.selector}): ${code.state}`);
+  const shown = printableView(code);
+  ctx.out.result(code, `revoked ${shown.id} (selector ${shown.selector}): ${shown.state}`);
 };
 
 /** Runs `admin joins`. */
@@ -136,7 +156,7 @@ export const runAdminJoins: CommandAction = async (ctx, args) => {
   );
   // A machine whose clock is off joins all the same (docs/protocol.md#founder-time); the
   // operator is told, on stderr so a --json document stays whole.
-  for (const j of items) {
+  for (const j of printableView(items)) {
     const clock = clockWarning(j.inventory?.clock);
     if (clock) ctx.out.warn(`${j.id}${j.hostname ? ` (${j.hostname})` : ""}: ${clock}`);
   }
@@ -213,9 +233,11 @@ export const runAdminApprove: CommandAction = async (ctx, args) => {
       // a malformed code on the server never matches
     }
     if (actual !== wanted) {
+      // The founder's code is never repeated: shown here, it would be the one to copy, and the
+      // check would prove nothing. The machine shows its own code; that is the one to compare.
       throw new JoinProtocolError(
         "PAIRING_MISMATCH",
-        `the join ${joinId} shows pairing code ${join.pairingCode}, not ${formatPairingCode(wanted)}: not approved; this may not be the machine in front of you`,
+        `the pairing code given, ${formatPairingCode(wanted)}, does not match join ${printable(joinId)}: not approved. Read the code again on the machine's own screen (register shows it in a box; status --identity DIR prints it) and compare; if it still differs, this join may not be the machine in front of you.`,
       );
     }
   }
@@ -232,7 +254,7 @@ export const runAdminApprove: CommandAction = async (ctx, args) => {
 /** Runs `admin reject`. */
 export const runAdminReject: CommandAction = async (ctx, args) => {
   const client = await clientOf(args, adminReject);
-  const reason = stringFlag(args, "reason", adminReject, true);
+  const reason = requiredFlag(args, "reason", adminReject);
   const join = await client.rejectNodeJoin(args.positionals[0]!, { reason }, { signal: ctx.signal });
   ctx.out.result(join, [ctx.out.style.green("rejected"), ...joinLines(join, ctx.out.style)]);
 };
@@ -240,7 +262,7 @@ export const runAdminReject: CommandAction = async (ctx, args) => {
 /** Runs `admin fail`. */
 export const runAdminFail: CommandAction = async (ctx, args) => {
   const client = await clientOf(args, adminFail);
-  const reason = stringFlag(args, "reason", adminFail, true);
+  const reason = requiredFlag(args, "reason", adminFail);
   const join = await client.failNodeJoin(args.positionals[0]!, { reason }, { signal: ctx.signal });
   ctx.out.result(join, [ctx.out.style.green("failed"), ...joinLines(join, ctx.out.style)]);
 };

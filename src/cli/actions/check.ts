@@ -8,34 +8,35 @@
  */
 
 import { clockIsOff } from "../../core/clock.js";
-import { checkJoinCode } from "../../node/joiner.js";
-import { stringFlag, type CommandAction } from "../args.js";
-import { joinTargetOf } from "../joiner.js";
+import { checkJoinCode } from "../../node/join-calls.js";
+import { requiredFlag, type CommandAction } from "../args.js";
+import { joinTargetOf, retryNotice } from "../joiner-steps.js";
 import { clockLine, fingerprintLines, formatMoment } from "../output.js";
-import { busyLine } from "../watch.js";
 import { check } from "../commands/check.js";
+import { printableView } from "../style.js";
 
 /** Runs `check`. */
 export const runCheck: CommandAction = async (ctx, args) => {
   const target = joinTargetOf(args, check);
-  const release = stringFlag(args, "release", check, true);
+  const release = requiredFlag(args, "release", check);
   const result = await checkJoinCode({
     ...target,
     release,
     selfUpgrade: args.values["self-upgrade"] === true,
     signal: ctx.signal,
-    onRetry: (error, delayMs) => ctx.out.say(busyLine(error, delayMs)),
+    onRetry: retryNotice(ctx),
   });
+  const shown = printableView({ ...result });
   const lines = [
-    `${ctx.out.style.green("ok:")} the join listener at ${result.endpoint} proved the code`,
-    ...fingerprintLines("  cluster CA", result.caFingerprint, 19),
-    `  cluster release  ${result.clusterRelease}`,
+    `${ctx.out.style.green("ok:")} the join listener at ${shown.endpoint} proved the code`,
+    ...fingerprintLines("  cluster CA", shown.caFingerprint, 19),
+    `  cluster release  ${shown.clusterRelease}`,
     // Counted on the founder's clock: this machine's may be off.
     `  code expires     ${formatMoment(result.expiresAt, Date.now() + result.clockOffsetMs)}`,
   ];
-  if (result.upgrade) {
+  if (shown.upgrade) {
     lines.push(
-      `  upgrade          ${result.upgrade.from} → ${result.upgrade.to} (${result.upgrade.source ? `from ${result.upgrade.source}` : result.upgrade.served ? "served by the founder" : "no source named"})`,
+      `  upgrade          ${shown.upgrade.from} → ${shown.upgrade.to} (${shown.upgrade.source ? `from ${shown.upgrade.source}` : shown.upgrade.served ? "served by the founder" : "no source named"})`,
     );
   }
   ctx.out.result(

@@ -15,9 +15,9 @@ import type { MachineIdentity } from "../../node/identity.js";
 import type { JoinSession } from "../../node/join-session.js";
 import { reportProgress } from "../../node/registration.js";
 import type { ProgressReport, Registration } from "../../types.js";
-import { CliError, numberFlag, stringFlag, type CommandContext, type CommandAction } from "../args.js";
-import { openIdentityDir, readSession, readTextFile } from "../files.js";
-import { describeState } from "../joiner.js";
+import { CliError, numberFlag, requiredFlag, stringFlag, type CommandContext, type CommandAction } from "../args.js";
+import { openMachineDir, readSession, readTextFile } from "../files.js";
+import { describeState } from "../joiner-steps.js";
 import { progress } from "../commands/progress.js";
 
 type StepStatus = "running" | "done" | "failed";
@@ -175,9 +175,9 @@ async function send(
 /** Runs `progress`. */
 export const runProgress: CommandAction = async (ctx, args) => {
   const command = progress;
-  const dir = stringFlag(args, "identity", command, true);
-  const name = stringFlag(args, "step", command, true);
-  const status = stringFlag(args, "status", command, true);
+  const dir = requiredFlag(args, "identity", command);
+  const name = requiredFlag(args, "step", command);
+  const status = requiredFlag(args, "status", command);
   if (!(STATUSES as readonly string[]).includes(status))
     throw new CliError("USAGE", `--status takes one of ${STATUSES.join(", ")}`, { command: "progress" });
   const title = stringFlag(args, "title", command) ?? TITLES[name] ?? name;
@@ -189,7 +189,7 @@ export const runProgress: CommandAction = async (ctx, args) => {
   if (log === "-" && !ctx.stdin) throw new CliError("USAGE", "--log - needs a standard input", { command: "progress" });
 
   const session = await readSession(dir);
-  const { identity } = await openIdentityDir(dir, { create: false, warn: (text) => ctx.out.warn(text) });
+  const { identity } = await openMachineDir(dir, { create: false, warn: (text) => ctx.out.warn(text) });
   const step = () => ({
     name,
     title,

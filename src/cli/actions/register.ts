@@ -16,27 +16,29 @@ import { StratumError } from "../../errors/index.js";
 import type { WrittenDelivery } from "../../node/delivery.js";
 import { JOIN_STATES, isJoinState } from "../../core/join-states.js";
 import { collectInventory } from "../../node/inventory/index.js";
-import { registerMachine, type RegisterResult } from "../../node/joiner.js";
-import type { DownloadedRelease } from "../../release/download/index.js";
+import { registerMachine, type RegisterResult } from "../../node/join-calls.js";
+import type { DownloadedRelease } from "../../transport/download/index.js";
 import type { Inventory, Registration } from "../../types.js";
 import {
   CliError,
   listFlag,
   numberFlag,
+  requiredFlag,
   stringFlag,
   type CommandContext,
   type ParsedArgs,
   type CommandAction,
 } from "../args.js";
-import { IDENTITY_FILES, openIdentityDir, readJsonFile, readTextFile, saveSession } from "../files.js";
+import { MACHINE_DIR_FILES, openMachineDir, readJsonFile, readTextFile, saveSession } from "../files.js";
 import { readSecretsFlag, writeDeliveryOf } from "../delivery.js";
-import { downloadUpgrade, SAFE_RELEASE, joinTargetOf, trustedKeysOf } from "../joiner.js";
+import { downloadUpgrade, retryNotice, SAFE_RELEASE, joinTargetOf, trustedKeysOf } from "../joiner-steps.js";
 import { clockLine, fingerprintLines, pairingBanner } from "../output.js";
-import { busyLine, stateReporter, waitForState } from "../watch.js";
+import { stateReporter, waitForState } from "../watch.js";
 import { register } from "../commands/register.js";
+import { printable } from "../style.js";
 
 /** The registration view as printed: the delivery is summarised elsewhere, never dumped. */
-function printable(registration: Registration): Omit<Registration, "delivery"> {
+function withoutDelivery(registration: Registration): Omit<Registration, "delivery"> {
   const { delivery: _delivery, ...rest } = registration;
   return rest;
 }
@@ -73,11 +75,11 @@ async function inventoryOf(
 /** What a person at the machine reads after registering: where, the cluster CA, the pairing code. */
 function announce(ctx: CommandContext, result: RegisterResult): void {
   ctx.out.say(
-    `${result.created ? "registered" : "already registered"} with the cluster at ${result.session.endpoint} as ${result.session.joinId}`,
+    `${result.created ? "registered" : "already registered"} with the cluster at ${result.session.endpoint} as ${printable(result.session.joinId)}`,
   );
   for (const line of fingerprintLines("cluster CA", result.session.caFingerprint)) ctx.out.say(line);
   ctx.out.say("");
-  for (const line of pairingBanner(result.registration.pairingCode, ctx.out.style)) ctx.out.say(`  ${line}`);
+  for (const line of pairingBanner(printable(result.registration.pairingCode), ctx.out.style)) ctx.out.say(`  ${line}`);
   ctx.out.say("");
   if (clockIsOff(result.clockOffsetMs / 1000)) ctx.out.warn(clockLine(result.clockOffsetMs));
 }
@@ -112,7 +114,7 @@ function registerDocument(o: {
           upgrade: {
             from: o.upgrade.from,
             to: upgraded.release,
-            dir: join(dir, IDENTITY_FILES.release, upgraded.release),
+            dir: join(dir, MACHINE_DIR_FILES.release, upgraded.release),
             files: upgraded.files.length,
             bytesFetched: upgraded.bytesFetched,
             signedBy: upgraded.signedBy,
@@ -120,7 +122,7 @@ function registerDocument(o: {
         }
       : {}),
     ...(delivery ? { delivery: { dir: delivery.dir, files: delivery.files, secrets: delivery.secrets } } : {}),
-    registration: printable(registration),
+    registration: withoutDelivery(registration),
   };
 }
 
@@ -129,8 +131,8 @@ function flagsOf(args: ParsedArgs) {
   const command = register;
   const usage = (message: string) => new CliError("USAGE", message, { command: "register" });
   const target = joinTargetOf(args, command);
-  const dir = stringFlag(args, "identity", command, true);
-  const release = stringFlag(args, "release", command, true);
+  const dir = requiredFlag(args, "identity", command);
+  const release = requiredFlag(args, "release", command);
   const selfUpgrade = args.values["self-upgrade"] === true;
   const wait = stringFlag(args, "wait", command);
   if (wait !== undefined && !isJoinState(wait)) throw usage(`--wait takes one of ${JOIN_STATES.join(", ")}`);
@@ -170,7 +172,7 @@ export const runRegister: CommandAction = async (ctx, args) => {
   const inventory = await inventoryOf(ctx, inventoryChoice);
   const secrets = await readSecretsFlag(args, command, dir);
 
-  const opened = await openIdentityDir(dir, { create: true, warn: (text) => ctx.out.warn(text) });
+  const opened = await openMachineDir(dir, { create: true, warn: (text) => ctx.out.warn(text) });
   const { identity } = opened;
   ctx.out.say(
     `${opened.created ? "created the machine identity in" : "using the machine identity in"} ${dir} (key ${identity.keyFingerprint.slice(0, 11)}…)`,
@@ -186,9 +188,7 @@ export const runRegister: CommandAction = async (ctx, args) => {
       : {}),
     ...(inventory ? { inventory } : {}),
     signal: ctx.signal,
-    // Each wait for a busy listener or a full cluster is said, a pipe and a log included:
-    // without it the command sits silent for a minute.
-    onRetry: (error: Parameters<typeof busyLine>[0], delayMs: number) => ctx.out.say(busyLine(error, delayMs)),
+    onRetry: retryNotice(ctx),
   };
   let result = await registerMachine({ ...details, release });
   let sessionFile = await saveSession(dir, result.session);
@@ -203,7 +203,7 @@ export const runRegister: CommandAction = async (ctx, args) => {
       throw new StratumError("RESPONSE_INVALID", "the cluster names a release that is not a safe directory name");
     upgraded = await downloadUpgrade(ctx, {
       upgrade,
-      destDir: join(dir, IDENTITY_FILES.release, upgrade.to),
+      destDir: join(dir, MACHINE_DIR_FILES.release, upgrade.to),
       trustedKeys,
       ...(threshold !== undefined ? { threshold } : {}),
       ...(mirrorCa !== undefined ? { mirrorCa } : {}),

@@ -11,16 +11,16 @@ import { join } from "node:path";
 import { signReleaseDirectory } from "../../release/manifest.js";
 import { generateReleaseKeyPair } from "../../release/keys.js";
 import { verifyReleaseDirectory } from "../../release/verify.js";
-import { CliError, listFlag, numberFlag, stringFlag, type CommandAction } from "../args.js";
-import { IDENTITY_FILES, openIdentityDir, readSession, readTextFile, writeFileAtomic } from "../files.js";
+import { CliError, numberFlag, requiredFlag, requiredList, stringFlag, type CommandAction } from "../args.js";
+import { MACHINE_DIR_FILES, openMachineDir, readSession, readTextFile, writeFileAtomic } from "../files.js";
 import { getRegistration } from "../../node/registration.js";
-import { downloadUpgrade, SAFE_RELEASE, trustedKeysOf } from "../joiner.js";
+import { downloadUpgrade, SAFE_RELEASE, trustedKeysOf } from "../joiner-steps.js";
 import { formatBytes } from "../output.js";
 import { releaseKeygen, releaseSign, releaseVerify, releaseDownload } from "../commands/release.js";
 
 /** Runs `release keygen`. */
 export const runReleaseKeygen: CommandAction = async (ctx, args) => {
-  const keyFile = stringFlag(args, "key", releaseKeygen, true);
+  const keyFile = requiredFlag(args, "key", releaseKeygen);
   const pubFile = stringFlag(args, "pub", releaseKeygen) ?? `${keyFile}.pub`;
   const pair = generateReleaseKeyPair();
   await writeFileAtomic(keyFile, pair.privateKeyPem, 0o600, { exclusive: true });
@@ -35,9 +35,8 @@ export const runReleaseKeygen: CommandAction = async (ctx, args) => {
 /** Runs `release sign`. */
 export const runReleaseSign: CommandAction = async (ctx, args) => {
   const dir = args.positionals[0]!;
-  const release = stringFlag(args, "release", releaseSign, true);
-  const keyFiles = listFlag(args, "key");
-  if (keyFiles.length === 0) throw new CliError("USAGE", "--key is required", { command: "release sign" });
+  const release = requiredFlag(args, "release", releaseSign);
+  const keyFiles = requiredList(args, "key", releaseSign);
   const keys = await Promise.all(keyFiles.map((file) => readTextFile(file, "release private key")));
   const signed = await signReleaseDirectory(dir, { release, keys, signal: ctx.signal });
   const total = signed.manifest.files.reduce((sum, f) => sum + f.size, 0);
@@ -62,9 +61,9 @@ export const runReleaseSign: CommandAction = async (ctx, args) => {
 /** Runs `release verify`. */
 export const runReleaseVerify: CommandAction = async (ctx, args) => {
   const dir = args.positionals[0]!;
-  const release = stringFlag(args, "release", releaseVerify, true);
+  const release = requiredFlag(args, "release", releaseVerify);
+  requiredList(args, "trusted-key", releaseVerify);
   const trustedKeys = await trustedKeysOf(args);
-  if (trustedKeys.length === 0) throw new CliError("USAGE", "--trusted-key is required", { command: "release verify" });
   const threshold = numberFlag(args, "threshold", releaseVerify);
   const verified = await verifyReleaseDirectory(dir, {
     expectRelease: release,
@@ -96,8 +95,8 @@ export const runReleaseDownload: CommandAction = async (ctx, args) => {
   const dir = stringFlag(args, "identity", command);
   const source = stringFlag(args, "source", command);
   if ((dir === undefined) === (source === undefined)) throw usage("give --identity DIR or --source URL (one of them)");
+  requiredList(args, "trusted-key", command);
   const trustedKeys = await trustedKeysOf(args);
-  if (trustedKeys.length === 0) throw usage("--trusted-key is required");
   const threshold = numberFlag(args, "threshold", command);
   const mirrorCaFile = stringFlag(args, "mirror-ca", command);
   const mirrorCa = mirrorCaFile === undefined ? undefined : await readTextFile(mirrorCaFile, "mirror CA");
@@ -113,7 +112,7 @@ export const runReleaseDownload: CommandAction = async (ctx, args) => {
   let destDir: string;
   if (dir !== undefined) {
     const session = await readSession(dir);
-    const { identity } = await openIdentityDir(dir, { create: false, warn: (text) => ctx.out.warn(text) });
+    const { identity } = await openMachineDir(dir, { create: false, warn: (text) => ctx.out.warn(text) });
     const registration = await getRegistration(session, identity, { signal: ctx.signal });
     const upgrade = registration.upgrade;
     if (!upgrade)
@@ -123,7 +122,7 @@ export const runReleaseDownload: CommandAction = async (ctx, args) => {
       );
     if (!SAFE_RELEASE.test(upgrade.to))
       throw new CliError("NO_UPGRADE", "the cluster names a release that is not a safe directory name");
-    destDir = stringFlag(args, "dest", command) ?? join(dir, IDENTITY_FILES.release, upgrade.to);
+    destDir = stringFlag(args, "dest", command) ?? join(dir, MACHINE_DIR_FILES.release, upgrade.to);
     downloaded = await downloadUpgrade(ctx, { ...common, upgrade, destDir, session, identity });
   } else {
     const release = stringFlag(args, "release", command);

@@ -9,36 +9,37 @@
  */
 
 import type { WrittenDelivery } from "../../node/delivery.js";
-import { CliError, stringFlag, type CommandAction } from "../args.js";
+import { CliError, requiredFlag, stringFlag, type CommandAction } from "../args.js";
 import { readSecretsFlag, writeDeliveryOf } from "../delivery.js";
-import { openIdentityDir, readSession } from "../files.js";
+import { openMachineDir, readSession } from "../files.js";
 import { getRegistration } from "../../node/registration.js";
-import { describeState } from "../joiner.js";
+import { describeState } from "../joiner-steps.js";
 import { fingerprintLines } from "../output.js";
 import { status } from "../commands/status.js";
+import { printable } from "../style.js";
 
 /** Runs `status`. */
 export const runStatus: CommandAction = async (ctx, args) => {
-  const dir = stringFlag(args, "identity", status, true);
+  const dir = requiredFlag(args, "identity", status);
   const writing = args.values["write-delivery"] === true;
   if (!writing && stringFlag(args, "secrets", status) !== undefined)
     throw new CliError("USAGE", "--secrets goes with --write-delivery", { command: "status" });
   const secrets = await readSecretsFlag(args, status, dir);
   const session = await readSession(dir);
-  const { identity } = await openIdentityDir(dir, { create: false, warn: (text) => ctx.out.warn(text) });
+  const { identity } = await openMachineDir(dir, { create: false, warn: (text) => ctx.out.warn(text) });
   const registration = await getRegistration(session, identity, { signal: ctx.signal });
   let written: WrittenDelivery | undefined;
   if (registration.delivery && writing) written = await writeDeliveryOf(ctx, dir, registration.delivery, secrets);
   const { delivery, ...view } = registration;
   const lines = [
     `${session.joinId} at ${session.endpoint}: ${describeState(registration, ctx.out.style)}`,
-    `  pairing code  ${registration.pairingCode}`,
+    `  pairing code  ${printable(registration.pairingCode)}`,
     `  release       ${session.release}`,
     ...fingerprintLines("  cluster CA", session.caFingerprint, 16),
   ];
   if (delivery)
     lines.push(
-      `  delivery      node ${delivery.nodeId}${written ? `, written to ${written.dir}` : " (use --write-delivery to write it)"}`,
+      `  delivery      node ${printable(delivery.nodeId)}${written ? `, written to ${written.dir}` : " (use --write-delivery to write it)"}`,
     );
   ctx.out.result(
     {

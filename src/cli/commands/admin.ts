@@ -17,7 +17,8 @@ const API_FLAGS: Readonly<Record<string, FlagSpec>> = {
     type: "string",
     value: "URL",
     env: "STRATUM_API",
-    description: "the admin API's base URL, e.g. https://192.0.2.240 (required)",
+    description: "the admin API's base URL, e.g. https://192.0.2.240",
+    required: true,
   },
   token: {
     type: "string",
@@ -117,7 +118,8 @@ export const adminApprove: CommandSpec = {
   details: [
     "Approve only the machine whose console shows the same pairing code. With --pairing-code,",
     "the approval is refused (exit 10, PAIRING_MISMATCH) unless the join's pairing code is that",
-    "one, so a script can carry what the person at the machine read out.",
+    "one, so a script can carry what the person at the machine read out. The refusal never",
+    "shows the join's code (it would be the one to copy): read it again on the machine's screen.",
     "The flags --name, --role, --rack, --az, --mgmt-interface, --address, --gateway,",
     "--disk and --wipe set those fields over --assignment FILE and --copy-from; what they",
     "leave out is the founder's default (a twin's default name and address skip those others",
@@ -239,7 +241,12 @@ export const adminReject: CommandSpec = {
   positionals: [{ name: "JOIN_ID", description: "the join (nj-…)" }],
   flags: {
     ...API_FLAGS,
-    reason: { type: "string", value: "TEXT", description: "why, shown on the console and to the joiner (required)" },
+    reason: {
+      type: "string",
+      value: "TEXT",
+      description: "why, shown on the console and to the joiner",
+      required: true,
+    },
   },
   examples: [
     {
@@ -277,7 +284,12 @@ export const adminFail: CommandSpec = {
   positionals: [{ name: "JOIN_ID", description: "the join (nj-…)" }],
   flags: {
     ...API_FLAGS,
-    reason: { type: "string", value: "TEXT", description: "why, shown on the console and to the joiner (required)" },
+    reason: {
+      type: "string",
+      value: "TEXT",
+      description: "why, shown on the console and to the joiner",
+      required: true,
+    },
   },
   examples: [
     {

@@ -24,7 +24,8 @@ export const check: CommandSpec = {
     release: {
       type: "string",
       value: "VERSION",
-      description: "the release this machine runs or would be installed from (required)",
+      description: "the release this machine runs or would be installed from",
+      required: true,
     },
     "self-upgrade": { type: "boolean", description: "the machine can upgrade itself to the cluster's release" },
   },

@@ -25,13 +25,19 @@ export const progress: CommandSpec = {
     "before the log, a done or failed one after it, so the log is in before the join ends.",
   ].join("\n"),
   flags: {
-    identity: { type: "string", value: "DIR", description: "the machine's directory, as given to register (required)" },
+    identity: {
+      type: "string",
+      value: "DIR",
+      description: "the machine directory, as given to register",
+      required: true,
+    },
     step: {
       type: "string",
       value: "NAME",
-      description: "the step: join, upgrade, storage, join/patroni, … (required)",
+      description: "the step: join, upgrade, storage, join/patroni, …",
+      required: true,
     },
-    status: { type: "string", value: "STATUS", description: "running, done or failed (required)" },
+    status: { type: "string", value: "STATUS", description: "running, done or failed", required: true },
     title: { type: "string", value: "TEXT", description: "what the console calls the step (default: from its name)" },
     message: { type: "string", value: "TEXT", description: "a message for the step, e.g. why it failed" },
     log: { type: "string", value: "FILE", description: "install log lines to send: a file, or - for stdin" },

@@ -45,9 +45,10 @@ export const register: CommandSpec = {
     identity: {
       type: "string",
       value: "DIR",
-      description: "the machine's directory: identity, session.json, release/, delivery/ (required)",
+      description: "the machine directory: identity, session.json, release/, delivery/",
+      required: true,
     },
-    release: { type: "string", value: "VERSION", description: "the release this machine runs (required)" },
+    release: { type: "string", value: "VERSION", description: "the release this machine runs", required: true },
     "self-upgrade": {
       type: "boolean",
       description: "upgrade to the cluster's release when it is newer (needs --trusted-key)",

@@ -19,7 +19,8 @@ export const releaseKeygen: CommandSpec = {
     key: {
       type: "string",
       value: "FILE",
-      description: "where to write the private key, PKCS#8 PEM, mode 0600 (required)",
+      description: "where to write the private key, PKCS#8 PEM, mode 0600",
+      required: true,
     },
     pub: {
       type: "string",
@@ -45,12 +46,13 @@ export const releaseSign: CommandSpec = {
     "An existing manifest is replaced. The directory is refused if a joiner would refuse it (a symlink, a path outside os/blobs/ and sysext/).",
   positionals: [{ name: "DIR", description: "the release directory" }],
   flags: {
-    release: { type: "string", value: "VERSION", description: "the release the directory is (required)" },
+    release: { type: "string", value: "VERSION", description: "the release the directory is", required: true },
     key: {
       type: "string",
       multiple: true,
       value: "FILE",
-      description: "a release private key (PEM) to sign with; give several for a threshold (required)",
+      description: "a release private key (PEM) to sign with; give several for a threshold",
+      required: true,
     },
   },
   examples: [
@@ -70,12 +72,13 @@ export const releaseVerify: CommandSpec = {
     "Verify a release directory as a joiner would: the manifest's signatures, release and paths, then every file's size and SHA-256.",
   positionals: [{ name: "DIR", description: "the release directory" }],
   flags: {
-    release: { type: "string", value: "VERSION", description: "the release the manifest must name (required)" },
+    release: { type: "string", value: "VERSION", description: "the release the manifest must name", required: true },
     "trusted-key": {
       type: "string",
       multiple: true,
       value: "FILE",
-      description: "a trusted release public key, PEM (required)",
+      description: "a trusted release public key, PEM",
+      required: true,
     },
     threshold: { type: "string", value: "N", description: "distinct trusted keys that must have signed (default 1)" },
     "allow-extra-files": { type: "boolean", description: "accept files the manifest does not list" },
@@ -105,7 +108,7 @@ export const releaseDownload: CommandSpec = {
     identity: {
       type: "string",
       value: "DIR",
-      description: "the machine's directory: download its registration's upgrade",
+      description: "the machine directory: download its registration's upgrade",
     },
     source: {
       type: "string",
@@ -126,7 +129,8 @@ export const releaseDownload: CommandSpec = {
       type: "string",
       multiple: true,
       value: "FILE",
-      description: "a trusted release public key, PEM (required)",
+      description: "a trusted release public key, PEM",
+      required: true,
     },
     threshold: { type: "string", value: "N", description: "distinct trusted keys that must have signed (default 1)" },
     "mirror-ca": { type: "string", value: "FILE", description: "CA certificate (PEM) of a mirror with a private CA" },

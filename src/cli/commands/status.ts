@@ -21,7 +21,12 @@ export const status: CommandSpec = {
     "where --secrets FILE says (as register --wait does).",
   ].join("\n"),
   flags: {
-    identity: { type: "string", value: "DIR", description: "the machine's directory, as given to register (required)" },
+    identity: {
+      type: "string",
+      value: "DIR",
+      description: "the machine directory, as given to register",
+      required: true,
+    },
     "write-delivery": { type: "boolean", description: "write the delivery, if the view carries one, to DIR/delivery" },
     secrets: SECRETS_FLAG,
   },

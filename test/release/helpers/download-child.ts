@@ -2,7 +2,7 @@
  * Runs one downloadRelease in its own process, so a test can SIGKILL it mid-download.
  * argv[2]: JSON { url, ca, destDir, release, key, connections?, segmentBytes? }. Prints `progress <bytesDone>` lines, then `done`.
  */
-import { downloadReleaseFrom, RELEASE_TEST_HOOKS } from "../../../src/release/download/index.js";
+import { downloadReleaseFrom, RELEASE_TEST_HOOKS } from "../../../src/transport/download/index.js";
 
 const config = JSON.parse(process.argv[2] ?? "{}") as {
   url: string;

@@ -1,6 +1,6 @@
 /**
  * A throwaway test CA and a server leaf for 127.0.0.1, ::1 and localhost, for the HTTPS
- * mirror: made with the SDK's own PKI helpers (src/node/pki.ts), one implementation of each.
+ * mirror: made with the SDK's own PKI helpers (src/protocol/pki.ts), one implementation of each.
  */
 import { createClusterCa, issueListenerCertificate } from "../../../src/server/ca.js";
 

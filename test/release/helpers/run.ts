@@ -11,8 +11,8 @@ import {
   downloadReleaseFrom,
   type DownloadReleaseOptions,
   type DownloadedRelease,
-} from "../../../src/release/download/index.js";
-import type { ReleaseFetchRequest, ReleaseSource } from "../../../src/release/sources.js";
+} from "../../../src/transport/download/index.js";
+import type { ReleaseFetchRequest, ReleaseSource } from "../../../src/transport/sources.js";
 import type { Mirror } from "./mirror.js";
 import type { Fixture } from "./release.js";
 
