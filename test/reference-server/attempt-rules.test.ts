@@ -11,7 +11,11 @@ import {
   type UnprovenEnds,
 } from "../../examples/reference-server/pake-sessions.js";
 import { CROCKFORD_ALPHABET } from "../../src/core/base32.js";
+import { createMachineIdentity, type MachineIdentity } from "../../src/node/identity.js";
+import { registerMachine } from "../../src/node/join-calls.js";
 import { startTestServer, type TestServer } from "../helpers/reference-server.js";
+import { mint as mintCode } from "./helpers.js";
+import { RawConnection, SELECTORS, anyKe1 } from "./raw-ke1.js";
 
 const MAX = 10;
 
@@ -258,5 +262,81 @@ describe("a founder's join codes", () => {
     expect((lost[0] as PromiseRejectedResult).reason).toMatchObject({ status: 409, code: "JOIN_STATE_CONFLICT" });
     const live = cluster.store.liveCodes(Date.now()).filter((c) => c.selector === free);
     expect(live).toHaveLength(1);
+  });
+});
+
+describe("KE1s at the listener", () => {
+  let t: TestServer;
+  let identity: MachineIdentity;
+  let ke1: string;
+  beforeAll(async () => {
+    // A live KE2 budget of 2, refilled far slower than a test runs.
+    t = await startTestServer({ limits: { liveKe2Burst: 2, liveKe2PerMinute: 0.01 } });
+    identity = await createMachineIdentity();
+    ke1 = await anyKe1();
+  });
+  afterAll(async () => t?.dispose());
+
+  // Through the admin API: a mint there opens the listener.
+  // The tests run in order on one founder, each leaving its live shares as they were.
+  const mint = () => mintCode(t.server);
+  const statuses = async (selectors: string[]): Promise<number[]> => {
+    const raw = await RawConnection.open({ host: "127.0.0.1", port: t.server.joinPort, identity });
+    try {
+      return (await raw.ke1s(selectors, ke1)).map((a) => a.status);
+    } finally {
+      raw.close();
+    }
+  };
+
+  it("of a machine that knows the code leave its attempts at 0; a live code at 10 attempts is burned at its next KE1; an unknown selector's take no live KE2 share; a KE1 that is no KE1 costs nothing", async () => {
+    const { cluster } = t.server;
+    const minted = await mint();
+    const unknown = SELECTORS.filter((s) => cluster.store.liveCodes(Date.now()).every((c) => c.selector !== s));
+    // Unknown selectors are answered (a fake KE2) without a live share.
+    expect(await statuses(unknown.slice(0, 3))).toEqual([200, 200, 200]);
+    // A malformed KE1 for the live selector: 400, its share given back.
+    const raw = await RawConnection.open({ host: "127.0.0.1", port: t.server.joinPort, identity });
+    const bad = Buffer.alloc(Buffer.from(ke1, "base64url").length, 0xff).toString("base64url");
+    const [refused] = await raw.post("/v1/join/pake", [
+      JSON.stringify({ selector: minted.joinCode.selector, ke1: bad }),
+    ]);
+    raw.close();
+    expect(refused!.status).toBe(400);
+    // The machine proves the code (its share comes back), twice: nothing is counted.
+    for (const hostname of ["m-1", "m-2"]) {
+      await registerMachine({ url: minted.url, identity: await createMachineIdentity(), release: "0.6.0", hostname });
+    }
+    expect(cluster.store.getCode(minted.joinCode.id)).toMatchObject({ attempts: 0, revokedBy: null });
+    // A code left at the limit (a lowered one): its next KE1 burns it, and is answered as for a burned code.
+    cluster.store.setAttempts(minted.joinCode.id, 10);
+    expect(await statuses([minted.joinCode.selector])).toEqual([200]);
+    expect(cluster.store.getCode(minted.joinCode.id)).toMatchObject({ revokedBy: "system:too-many-attempts" });
+  });
+
+  it("of a code at 9 attempts: one KE2, then busy; with the live shares spent, every KE1 is busy, for a live selector or not", async () => {
+    const { cluster } = t.server;
+    const minted = await mint();
+    cluster.countUnproven(new Map([[minted.joinCode.id, new Map([["192.0.2.1", 9]])]]));
+    // An exchange for an unknown selector, left waiting; it takes no live share.
+    const unknown = SELECTORS.find((s) => cluster.store.liveCodes(Date.now()).every((c) => c.selector !== s))!;
+    const waiting = await RawConnection.open({ host: "127.0.0.1", port: t.server.joinPort, identity });
+    expect((await waiting.ke1s([unknown], ke1)).map((a) => a.status)).toEqual([200]);
+    const raw = await RawConnection.open({ host: "127.0.0.1", port: t.server.joinPort, identity });
+    const sel = minted.joinCode.selector;
+    expect((await raw.ke1s([sel, sel, sel], ke1)).map((a) => a.status)).toEqual([200, 503, 503]);
+    // Another live code takes the last share; then an unknown selector is told to wait too.
+    const other = await mint();
+    expect(await statuses([other.joinCode.selector])).toEqual([200]);
+    // The unknown selector's exchange ends: it gave back no live share, so the one still going
+    // (the code at 9) may yet come back proven: a short wait, not the refill's.
+    waiting.close();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const told = await RawConnection.open({ host: "127.0.0.1", port: t.server.joinPort, identity });
+    const [busy] = await told.ke1s([unknown], ke1);
+    told.close();
+    expect(busy!.status).toBe(503);
+    expect(busy!.retryAfter).toBeLessThanOrEqual(3);
+    raw.close();
   });
 });
