@@ -330,8 +330,8 @@ describe("KE1s at the listener", () => {
     expect(await statuses([other.joinCode.selector])).toEqual([200]);
     // The unknown selector's exchange ends: it gave back no live share, so the one still going
     // (the code at 9) may yet come back proven: a short wait, not the refill's.
+    // Its close reaches the founder before the next connection's handshake is done.
     waiting.close();
-    await new Promise((resolve) => setTimeout(resolve, 200));
     const told = await RawConnection.open({ host: "127.0.0.1", port: t.server.joinPort, identity });
     const [busy] = await told.ke1s([unknown], ke1);
     told.close();
