@@ -13,6 +13,7 @@ export const QUICK = [
   "test/errors/**/*.test.ts",
   "test/console/{bundle,disk-full,format}.test.ts",
   "test/node/{certificate-fields,join-session,opaque,pki}.test.ts",
+  "test/protocol/**/*.test.ts",
   "test/readme/layout.test.ts",
   "test/source/layers.test.ts",
   "test/release/{manifest,proxy-env,verify}.test.ts",

@@ -102,6 +102,81 @@ describe("at the PAKE: a relay with an expired leaf of the cluster's CA and a fo
   });
 });
 
+describe("which clock judges the leaf at the PAKE", () => {
+  let ca: ClusterCa;
+  beforeAll(async () => {
+    vi.useFakeTimers({ toFake: ["Date"], now: Date.now() - 365 * DAY });
+    try {
+      ca = await createClusterCa();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("within the tolerance, this machine's: a leaf expired by it is refused before any KE3, the founder's time unused", async () => {
+    // Expired a day ago; the founder's clock 2 minutes ahead, within the 5-minute tolerance.
+    const listener = await startFakeListener({
+      pki: { ca, leaf: await leafIssuedAt(ca, Date.now() - 2 * DAY, 1) },
+      clock: () => Date.now() + 2 * MINUTE,
+    });
+    try {
+      const error = await registerMachine({
+        url: listener.url,
+        identity: await createMachineIdentity(),
+        release: "0.6.0",
+        hostname: "vault-host-19",
+      }).catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: "LISTENER_CERTIFICATE", check: "validity" });
+      expect(listener.calls.pake).toBe(1);
+      expect(listener.calls["code-check"]).toBe(0);
+      expect(listener.calls.registration).toBe(0);
+    } finally {
+      await listener.close();
+    }
+  });
+
+  it("a leaf valid by this machine's clock needs no code check first: one exchange, the registration", async () => {
+    const listener = await startFakeListener({
+      pki: { ca, leaf: await issueListenerCertificate(ca, { hosts: ["127.0.0.1"] }) },
+      clock: () => Date.now() + 2 * MINUTE,
+    });
+    try {
+      const result = await registerMachine({
+        url: listener.url,
+        identity: await createMachineIdentity(),
+        release: "0.6.0",
+        hostname: "vault-host-21",
+      });
+      expect(result.created).toBe(true);
+      expect(listener.calls.pake).toBe(1);
+      expect(listener.calls["code-check"]).toBe(0);
+      expect(listener.calls.registration).toBe(1);
+    } finally {
+      await listener.close();
+    }
+  });
+
+  it("past the tolerance, the founder's once authenticated: a leaf valid only by this machine's clock is refused", async () => {
+    // Valid 30 days from now by this clock; the founder's clock is 95 days ahead, past its end.
+    const listener = await startFakeListener({
+      pki: { ca, leaf: await leafIssuedAt(ca, Date.now(), 30) },
+      clock: () => Date.now() + 95 * DAY,
+    });
+    try {
+      const error = await registerMachine({
+        url: listener.url,
+        identity: await createMachineIdentity(),
+        release: "0.6.0",
+        hostname: "vault-host-20",
+      }).catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: "LISTENER_CERTIFICATE", check: "validity" });
+      expect((error as Error).message).toContain("the leaf is not valid now");
+    } finally {
+      await listener.close();
+    }
+  });
+});
+
 describe("on later calls: a leaf older than the one the PAKE proved", () => {
   let ca: ClusterCa;
   let honest: FakeListener;
