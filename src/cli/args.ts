@@ -10,8 +10,6 @@ import { CliError } from "../errors/cli.js";
 import type { Output } from "./output.js";
 import { closest } from "./suggest.js";
 
-export { CliError } from "../errors/cli.js";
-
 /** One flag of a command. */
 export interface FlagSpec {
   type: "string" | "boolean";

@@ -14,8 +14,8 @@ import { clockWarning } from "../../core/clock.js";
 import { parsePairingCode, formatPairingCode } from "../../core/pairing.js";
 import { JoinProtocolError } from "../../errors/index.js";
 import type { Approval, Assignment, DiskAssignment, JoinCodeInfo } from "../../types.js";
+import { CliError } from "../../errors/cli.js";
 import {
-  CliError,
   listFlag,
   numberFlag,
   requiredFlag,

@@ -19,8 +19,8 @@ import { collectInventory } from "../../node/inventory/index.js";
 import { registerMachine, type RegisterResult } from "../../node/join-calls.js";
 import type { DownloadedRelease } from "../../transport/download/index.js";
 import type { Inventory, Registration } from "../../types.js";
+import { CliError } from "../../errors/cli.js";
 import {
-  CliError,
   listFlag,
   numberFlag,
   requiredFlag,

@@ -9,7 +9,8 @@
  */
 
 import type { WrittenDelivery } from "../../node/delivery.js";
-import { CliError, requiredFlag, stringFlag, type CommandAction } from "../args.js";
+import { CliError } from "../../errors/cli.js";
+import { requiredFlag, stringFlag, type CommandAction } from "../args.js";
 import { readSecretsFlag, writeDeliveryOf } from "../delivery.js";
 import { openMachineDir, readSession } from "../files.js";
 import { getRegistration } from "../../node/registration.js";
