@@ -34,7 +34,7 @@ import { readSecretsFlag, writeDeliveryOf } from "../delivery.js";
 import { downloadUpgrade, retryNotice, SAFE_RELEASE, joinTargetOf, trustedKeysOf } from "../joiner-steps.js";
 import { clockLine, fingerprintLines, pairingBanner } from "../output.js";
 import { stateReporter, waitForState } from "../watch.js";
-import { register } from "../commands/register.js";
+import type { register } from "../commands/register.js";
 import { printable } from "../style.js";
 
 /** The registration view as printed: the delivery is summarised elsewhere, never dumped. */
@@ -127,25 +127,24 @@ function registerDocument(o: {
 }
 
 /** The flags of `register`, checked together before anything is read or sent. */
-function flagsOf(args: ParsedArgs) {
-  const command = register;
+function flagsOf(args: ParsedArgs<typeof register.flags>) {
   const usage = (message: string) => new CliError("USAGE", message, { command: "register" });
-  const target = joinTargetOf(args, command);
-  const dir = requiredFlag(args, "identity", command);
-  const release = requiredFlag(args, "release", command);
+  const target = joinTargetOf(args);
+  const dir = requiredFlag(args, "identity");
+  const release = requiredFlag(args, "release");
   const selfUpgrade = args.values["self-upgrade"] === true;
-  const wait = stringFlag(args, "wait", command);
+  const wait = stringFlag(args, "wait");
   if (wait !== undefined && !isJoinState(wait)) throw usage(`--wait takes one of ${JOIN_STATES.join(", ")}`);
-  const timeoutSeconds = numberFlag(args, "timeout", command);
+  const timeoutSeconds = numberFlag(args, "timeout");
   if (timeoutSeconds !== undefined && wait === undefined) throw usage("--timeout goes with --wait");
-  const threshold = numberFlag(args, "threshold", command);
+  const threshold = numberFlag(args, "threshold");
   if (selfUpgrade && listFlag(args, "trusted-key").length === 0) {
     throw usage(
       "--self-upgrade needs at least one --trusted-key: the release is verified against keys this machine already trusts",
     );
   }
   const inventoryChoice = {
-    file: stringFlag(args, "inventory", command),
+    file: stringFlag(args, "inventory"),
     none: args.values["no-inventory"] === true,
     collect: args.values["collect-inventory"] === true,
   };
@@ -160,17 +159,16 @@ function count(n: number, noun: string): string {
 }
 
 /** Runs `register`. */
-export const runRegister: CommandAction = async (ctx, args) => {
-  const command = register;
+export const runRegister: CommandAction<typeof register.flags> = async (ctx, args) => {
   const { target, dir, release, selfUpgrade, wait, timeoutSeconds, threshold, inventoryChoice } = flagsOf(args);
   // Everything read from disk is read before the network is touched, so a typo in a path
   // does not cost a registration.
   const trustedKeys = await trustedKeysOf(args);
-  const mirrorCaFile = stringFlag(args, "mirror-ca", command);
+  const mirrorCaFile = stringFlag(args, "mirror-ca");
   const mirrorCa = mirrorCaFile === undefined ? undefined : await readTextFile(mirrorCaFile, "mirror CA");
-  const proxy = stringFlag(args, "proxy", command);
+  const proxy = stringFlag(args, "proxy");
   const inventory = await inventoryOf(ctx, inventoryChoice);
-  const secrets = await readSecretsFlag(args, command, dir);
+  const secrets = await readSecretsFlag(args, dir);
 
   const opened = await openMachineDir(dir, { create: true, warn: (text) => ctx.out.warn(text) });
   const { identity } = opened;
@@ -182,10 +180,8 @@ export const runRegister: CommandAction = async (ctx, args) => {
     ...target,
     identity,
     selfUpgrade,
-    hostname: stringFlag(args, "hostname", command) ?? osHostname(),
-    ...(stringFlag(args, "serial", command) !== undefined
-      ? { systemSerial: stringFlag(args, "serial", command)! }
-      : {}),
+    hostname: stringFlag(args, "hostname") ?? osHostname(),
+    ...(stringFlag(args, "serial") !== undefined ? { systemSerial: stringFlag(args, "serial")! } : {}),
     ...(inventory ? { inventory } : {}),
     signal: ctx.signal,
     onRetry: retryNotice(ctx),
