@@ -118,7 +118,9 @@ export type CommandAction<F extends Flags = Flags> = {
  * A command: its words (`["admin", "mint"]`), its help, its flags, and where what it does is.
  * The declaration is data and imports nothing heavy, so `--help` and every other command read
  * it for free; the action is in its own module (`src/cli/actions/`), loaded only when the
- * command runs, with what it needs (the joiner, the downloader, the admin client).
+ * command runs, with what it needs (the joiner, the downloader, the admin client). `F`, the
+ * flags' declared types, types the arguments the dispatcher (run.ts) hands the action: the
+ * action imports only those types, never the spec, which is what loads it.
  */
 export interface CommandSpec<F extends Flags = Flags> {
   path: readonly string[];
