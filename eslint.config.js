@@ -46,6 +46,25 @@ export default tseslint.config(
     },
   },
   {
+    // A command's action reads its spec's types, never the spec itself: the spec lazy-loads
+    // the action, the dispatcher (src/cli/run.ts) hands the action its parsed arguments.
+    files: ["src/cli/actions/**/*.ts"],
+    rules: {
+      "@typescript-eslint/no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              group: ["../commands/*"],
+              allowTypeImports: true,
+              message: "an action imports only its spec's types (import type): the spec loads the action",
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // Tests poke at internals and at untyped JSON answers on purpose.
     files: ["test/**/*.ts"],
     rules: { "@typescript-eslint/no-explicit-any": "off" },

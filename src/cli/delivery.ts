@@ -11,7 +11,7 @@ import { SecretDestinationError } from "../errors/index.js";
 import { writeDelivery, type WrittenDelivery } from "../node/delivery.js";
 import { checkDestinations, type PlacedSecret, type SecretDestinations } from "../node/secret-destinations.js";
 import type { Delivery } from "../types.js";
-import { stringFlag, type CommandContext, type CommandSpec, type ParsedArgs } from "./args.js";
+import { stringFlag, type CommandContext, type ParsedArgs, type SECRETS_FLAG } from "./args.js";
 import { MACHINE_DIR_FILES, readJsonFile } from "./files.js";
 import { printable } from "./style.js";
 
@@ -25,11 +25,10 @@ const EXAMPLE =
  * @throws CliError `FILE_ERROR` (unreadable, not JSON); SecretDestinationError `SECRET_DESTINATION_INVALID`
  */
 export async function readSecretsFlag(
-  args: ParsedArgs,
-  command: CommandSpec,
+  args: ParsedArgs<{ readonly secrets: typeof SECRETS_FLAG }>,
   dir: string,
 ): Promise<SecretDestinations | undefined> {
-  const file = stringFlag(args, "secrets", command);
+  const file = stringFlag(args, "secrets");
   if (file === undefined) return undefined;
   const destinations = (await readJsonFile(file, "secrets file")) as SecretDestinations;
   checkDestinations(destinations, join(dir, MACHINE_DIR_FILES.delivery));

@@ -18,7 +18,7 @@ import {
   type MachineDirectory,
 } from "../node/machine-dir.js";
 import { errorCode, writeFileDurably } from "../fs/durable.js";
-import { CliError } from "./args.js";
+import { CliError } from "../errors/cli.js";
 
 /** File names inside the machine directory (`MACHINE_DIRECTORY_FILES` of `@stratum/join/node`). */
 export const MACHINE_DIR_FILES = MACHINE_DIRECTORY_FILES;

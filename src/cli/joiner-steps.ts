@@ -12,7 +12,15 @@ import { downloadRelease } from "../node/self-upgrade.js";
 import type { DownloadedRelease, DownloadReleaseOptions, ReleaseProgress } from "../transport/download/index.js";
 import { StratumApiError, StratumError } from "../errors/index.js";
 import type { Registration } from "../types.js";
-import { CliError, listFlag, stringFlag, type CommandContext, type CommandSpec, type ParsedArgs } from "./args.js";
+import { CliError } from "../errors/cli.js";
+import {
+  listFlag,
+  stringFlag,
+  type CommandContext,
+  type FlagSpec,
+  type ParsedArgs,
+  type TARGET_FLAGS,
+} from "./args.js";
 import { readTextFile } from "./files.js";
 import { formatBytes } from "./output.js";
 import { printable, printableView, type Style } from "./style.js";
@@ -21,16 +29,17 @@ import { printable, printableView, type Style } from "./style.js";
 export { SAFE_RELEASE_NAME as SAFE_RELEASE } from "../node/machine-dir.js";
 
 /** The join target the flags name: `--url` (or `STRATUM_JOIN_URL`), or `--endpoint` with `--code`. */
-export function joinTargetOf(args: ParsedArgs, command: CommandSpec): JoinTarget {
-  const endpoint = stringFlag(args, "endpoint", command);
-  const code = stringFlag(args, "code", command);
+export function joinTargetOf(args: ParsedArgs<typeof TARGET_FLAGS>): JoinTarget {
+  const command = args.command;
+  const endpoint = stringFlag(args, "endpoint");
+  const code = stringFlag(args, "code");
   // An explicit --endpoint/--code wins over a STRATUM_JOIN_URL left in the environment.
   if (endpoint !== undefined || code !== undefined) {
     if (endpoint === undefined || code === undefined)
       throw new CliError("USAGE", "--endpoint and --code go together", { command: command.path.join(" ") });
     return { endpoint, code };
   }
-  const url = stringFlag(args, "url", command);
+  const url = stringFlag(args, "url");
   if (url === undefined)
     throw new CliError("USAGE", "--url is required (or set STRATUM_JOIN_URL, or give --endpoint and --code)", {
       command: command.path.join(" "),
@@ -90,8 +99,11 @@ export function causeOf(error: unknown): string {
   return StratumError.is(error) ? error.code : "error";
 }
 
+/** The `--trusted-key FILE` flag (repeatable) of the commands that verify a release. */
+type TrustedKeyFlags = { readonly "trusted-key": FlagSpec & { type: "string"; multiple: true } };
+
 /** The trusted release keys of `--trusted-key FILE` (PEM), read from disk. */
-export async function trustedKeysOf(args: ParsedArgs): Promise<string[]> {
+export async function trustedKeysOf(args: ParsedArgs<TrustedKeyFlags>): Promise<string[]> {
   return Promise.all(listFlag(args, "trusted-key").map((file) => readTextFile(file, "trusted release key")));
 }
 

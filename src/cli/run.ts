@@ -5,7 +5,8 @@
  */
 
 import packageJson from "../../package.json" with { type: "json" };
-import { CliError, parseCommandArgs, type CommandSpec } from "./args.js";
+import { CliError } from "../errors/cli.js";
+import { parseCommandArgs, type CommandSpec } from "./args.js";
 import {
   adminApprove,
   adminCodes,

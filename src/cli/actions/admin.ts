@@ -14,22 +14,22 @@ import { clockWarning } from "../../core/clock.js";
 import { parsePairingCode, formatPairingCode } from "../../core/pairing.js";
 import { JoinProtocolError } from "../../errors/index.js";
 import type { Approval, Assignment, DiskAssignment, JoinCodeInfo } from "../../types.js";
+import { CliError } from "../../errors/cli.js";
 import {
-  CliError,
   listFlag,
   numberFlag,
   requiredFlag,
   stringFlag,
-  type ParsedArgs,
   type CommandAction,
-  type CommandSpec,
+  type ParsedArgs,
+  type StringFlagName,
 } from "../args.js";
 import { readJsonFile, readTextFile } from "../files.js";
 import { formatMoment, table } from "../output.js";
 import { printable, printableView } from "../style.js";
 import { joinLines, joinListLines } from "./admin-joins.js";
 import { isJoinState, JOIN_STATES } from "../../core/join-states.js";
-import {
+import type {
   adminMint,
   adminCodes,
   adminRevoke,
@@ -44,24 +44,25 @@ import {
 /** How long one admin call may take. */
 const CALL_TIMEOUT_MS = 30_000;
 
-async function clientOf(args: ParsedArgs, command: CommandSpec): Promise<AdminClient> {
-  const baseUrl = requiredFlag(args, "api", command);
-  const tokenFile = stringFlag(args, "token-file", command);
+/** The admin client of `--api` and the token (`--token-file`, `--token` or `STRATUM_TOKEN`). */
+async function clientOf(args: ParsedArgs<typeof adminCodes.flags>): Promise<AdminClient> {
+  const baseUrl = requiredFlag(args, "api");
+  const tokenFile = stringFlag(args, "token-file");
   // An explicit --token-file wins over a STRATUM_TOKEN inherited from the environment.
   const token =
-    tokenFile !== undefined ? (await readTextFile(tokenFile, "token file")).trim() : stringFlag(args, "token", command);
+    tokenFile !== undefined ? (await readTextFile(tokenFile, "token file")).trim() : stringFlag(args, "token");
   if (!token)
     throw new CliError("USAGE", "an admin token is required: --token, --token-file or STRATUM_TOKEN", {
-      command: command.path.join(" "),
+      command: args.command.path.join(" "),
     });
   return createAdminClient({ baseUrl, token, timeoutMs: CALL_TIMEOUT_MS });
 }
 
 /** Runs `admin mint`. */
-export const runAdminMint: CommandAction = async (ctx, args) => {
-  const client = await clientOf(args, adminMint);
-  const endpoint = stringFlag(args, "endpoint", adminMint);
-  const ttlSeconds = numberFlag(args, "ttl", adminMint);
+export const runAdminMint: CommandAction<typeof adminMint.flags> = async (ctx, args) => {
+  const client = await clientOf(args);
+  const endpoint = stringFlag(args, "endpoint");
+  const ttlSeconds = numberFlag(args, "ttl");
   const minted = await client.mintJoinCode(
     { ...(endpoint ? { endpoint } : {}), ...(ttlSeconds ? { ttlSeconds } : {}) },
     { signal: ctx.signal },
@@ -88,8 +89,8 @@ export const runAdminMint: CommandAction = async (ctx, args) => {
 };
 
 /** Runs `admin codes`. */
-export const runAdminCodes: CommandAction = async (ctx, args) => {
-  const client = await clientOf(args, adminCodes);
+export const runAdminCodes: CommandAction<typeof adminCodes.flags> = async (ctx, args) => {
+  const client = await clientOf(args);
   const list = await client.listJoinCodes({ signal: ctx.signal });
   ctx.out.result(
     list,
@@ -128,23 +129,23 @@ function attemptLines(codes: readonly JoinCodeInfo[]): string[] {
 }
 
 /** Runs `admin revoke`. */
-export const runAdminRevoke: CommandAction = async (ctx, args) => {
-  const client = await clientOf(args, adminRevoke);
+export const runAdminRevoke: CommandAction<typeof adminRevoke.flags> = async (ctx, args) => {
+  const client = await clientOf(args);
   const code = await client.revokeJoinCode(args.positionals[0]!, { signal: ctx.signal });
   const shown = printableView(code);
   ctx.out.result(code, `revoked ${shown.id} (selector ${shown.selector}): ${shown.state}`);
 };
 
 /** Runs `admin joins`. */
-export const runAdminJoins: CommandAction = async (ctx, args) => {
-  const client = await clientOf(args, adminJoins);
+export const runAdminJoins: CommandAction<typeof adminJoins.flags> = async (ctx, args) => {
+  const client = await clientOf(args);
   const joinId = args.positionals[0];
   if (joinId !== undefined) {
     const join = await client.getNodeJoin(joinId, { signal: ctx.signal });
     ctx.out.result(join, joinLines(join, ctx.out.style));
     return;
   }
-  const state = stringFlag(args, "state", adminJoins);
+  const state = stringFlag(args, "state");
   if (state !== undefined && !isJoinState(state)) {
     throw new CliError("USAGE", `--state takes one of ${JOIN_STATES.join(", ")}`, { command: "admin joins" });
   }
@@ -170,10 +171,10 @@ const DISK_ROLES: readonly DiskAssignment["role"][] = ["compute", "ceph-osd", "u
  * management link (`--mgmt-interface`, `--address`, `--gateway`), and each `--disk KEY=ROLE`
  * (replacing the file's entry for that key), `--wipe KEY` as its typed confirmation.
  */
-function withFlags(base: Assignment, args: ParsedArgs): Assignment {
+function withFlags(base: Assignment, args: ParsedArgs<typeof adminApprove.flags>): Assignment {
   const usage = (message: string) => new CliError("USAGE", message, { command: "admin approve" });
   const a: Assignment = { ...base };
-  const flag = (name: string) => stringFlag(args, name, adminApprove);
+  const flag = (name: StringFlagName<typeof adminApprove.flags>) => stringFlag(args, name);
   const name = flag("name");
   if (name !== undefined) a.name = name;
   const role = flag("role");
@@ -211,10 +212,10 @@ function withFlags(base: Assignment, args: ParsedArgs): Assignment {
 }
 
 /** Runs `admin approve`. */
-export const runAdminApprove: CommandAction = async (ctx, args) => {
-  const client = await clientOf(args, adminApprove);
+export const runAdminApprove: CommandAction<typeof adminApprove.flags> = async (ctx, args) => {
+  const client = await clientOf(args);
   const joinId = args.positionals[0]!;
-  const file = stringFlag(args, "assignment", adminApprove);
+  const file = stringFlag(args, "assignment");
   let assignment: Assignment | undefined;
   if (file !== undefined) {
     const value = await readJsonFile(file, "assignment");
@@ -222,7 +223,7 @@ export const runAdminApprove: CommandAction = async (ctx, args) => {
       throw new CliError("FILE_ERROR", `the assignment ${file} is not a JSON object`);
     assignment = value as Assignment;
   }
-  const expected = stringFlag(args, "pairing-code", adminApprove);
+  const expected = stringFlag(args, "pairing-code");
   if (expected !== undefined) {
     const wanted = parsePairingCode(expected);
     const join = await client.getNodeJoin(joinId, { signal: ctx.signal });
@@ -241,7 +242,7 @@ export const runAdminApprove: CommandAction = async (ctx, args) => {
       );
     }
   }
-  const copyFrom = stringFlag(args, "copy-from", adminApprove);
+  const copyFrom = stringFlag(args, "copy-from");
   const edited = withFlags(assignment ?? {}, args);
   const approval: Approval = {
     ...(Object.keys(edited).length ? { assignment: edited } : {}),
@@ -252,31 +253,31 @@ export const runAdminApprove: CommandAction = async (ctx, args) => {
 };
 
 /** Runs `admin reject`. */
-export const runAdminReject: CommandAction = async (ctx, args) => {
-  const client = await clientOf(args, adminReject);
-  const reason = requiredFlag(args, "reason", adminReject);
+export const runAdminReject: CommandAction<typeof adminReject.flags> = async (ctx, args) => {
+  const client = await clientOf(args);
+  const reason = requiredFlag(args, "reason");
   const join = await client.rejectNodeJoin(args.positionals[0]!, { reason }, { signal: ctx.signal });
   ctx.out.result(join, [ctx.out.style.green("rejected"), ...joinLines(join, ctx.out.style)]);
 };
 
 /** Runs `admin fail`. */
-export const runAdminFail: CommandAction = async (ctx, args) => {
-  const client = await clientOf(args, adminFail);
-  const reason = requiredFlag(args, "reason", adminFail);
+export const runAdminFail: CommandAction<typeof adminFail.flags> = async (ctx, args) => {
+  const client = await clientOf(args);
+  const reason = requiredFlag(args, "reason");
   const join = await client.failNodeJoin(args.positionals[0]!, { reason }, { signal: ctx.signal });
   ctx.out.result(join, [ctx.out.style.green("failed"), ...joinLines(join, ctx.out.style)]);
 };
 
 /** Runs `admin expire`. */
-export const runAdminExpire: CommandAction = async (ctx, args) => {
-  const client = await clientOf(args, adminExpire);
+export const runAdminExpire: CommandAction<typeof adminExpire.flags> = async (ctx, args) => {
+  const client = await clientOf(args);
   const join = await client.expireNodeJoin(args.positionals[0]!, { signal: ctx.signal });
   ctx.out.result(join, [ctx.out.style.green("expired"), ...joinLines(join, ctx.out.style)]);
 };
 
 /** Runs `admin retry`. */
-export const runAdminRetry: CommandAction = async (ctx, args) => {
-  const client = await clientOf(args, adminRetry);
+export const runAdminRetry: CommandAction<typeof adminRetry.flags> = async (ctx, args) => {
+  const client = await clientOf(args);
   const join = await client.retryNodeJoin(args.positionals[0]!, { signal: ctx.signal });
   ctx.out.result(join, [ctx.out.style.green("retried"), ...joinLines(join, ctx.out.style)]);
 };

@@ -12,13 +12,13 @@ import { checkJoinCode } from "../../node/join-calls.js";
 import { requiredFlag, type CommandAction } from "../args.js";
 import { joinTargetOf, retryNotice } from "../joiner-steps.js";
 import { clockLine, fingerprintLines, formatMoment } from "../output.js";
-import { check } from "../commands/check.js";
+import type { check } from "../commands/check.js";
 import { printableView } from "../style.js";
 
 /** Runs `check`. */
-export const runCheck: CommandAction = async (ctx, args) => {
-  const target = joinTargetOf(args, check);
-  const release = requiredFlag(args, "release", check);
+export const runCheck: CommandAction<typeof check.flags> = async (ctx, args) => {
+  const target = joinTargetOf(args);
+  const release = requiredFlag(args, "release");
   const result = await checkJoinCode({
     ...target,
     release,

@@ -10,9 +10,10 @@
 import { parseJoinCode } from "../../core/join-code.js";
 import { parseJoinUrl } from "../../core/join-url.js";
 import type { CommandAction } from "../args.js";
+import type { codeCheck } from "../commands/code.js";
 
 /** Runs `code check`. */
-export const runCodeCheck: CommandAction = async (ctx, args) => {
+export const runCodeCheck: CommandAction<typeof codeCheck.flags> = async (ctx, args) => {
   const input = args.positionals[0]!;
   const isUrl = /^\s*stratum-join:\/\//i.test(input);
   const parsed = isUrl ? parseJoinUrl(input) : undefined;

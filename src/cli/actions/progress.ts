@@ -15,10 +15,11 @@ import type { MachineIdentity } from "../../node/identity.js";
 import type { JoinSession } from "../../node/join-session.js";
 import { reportProgress } from "../../node/registration.js";
 import type { ProgressReport, Registration } from "../../types.js";
-import { CliError, numberFlag, requiredFlag, stringFlag, type CommandContext, type CommandAction } from "../args.js";
+import { CliError } from "../../errors/cli.js";
+import { numberFlag, requiredFlag, stringFlag, type CommandContext, type CommandAction } from "../args.js";
 import { openMachineDir, readSession, readTextFile } from "../files.js";
 import { describeState } from "../joiner-steps.js";
-import { progress } from "../commands/progress.js";
+import type { progress } from "../commands/progress.js";
 
 type StepStatus = "running" | "done" | "failed";
 const STATUSES: readonly StepStatus[] = ["running", "done", "failed"];
@@ -173,17 +174,16 @@ async function send(
 }
 
 /** Runs `progress`. */
-export const runProgress: CommandAction = async (ctx, args) => {
-  const command = progress;
-  const dir = requiredFlag(args, "identity", command);
-  const name = requiredFlag(args, "step", command);
-  const status = requiredFlag(args, "status", command);
+export const runProgress: CommandAction<typeof progress.flags> = async (ctx, args) => {
+  const dir = requiredFlag(args, "identity");
+  const name = requiredFlag(args, "step");
+  const status = requiredFlag(args, "status");
   if (!(STATUSES as readonly string[]).includes(status))
     throw new CliError("USAGE", `--status takes one of ${STATUSES.join(", ")}`, { command: "progress" });
-  const title = stringFlag(args, "title", command) ?? TITLES[name] ?? name;
-  const message = stringFlag(args, "message", command);
-  const log = stringFlag(args, "log", command);
-  const totalSteps = numberFlag(args, "total-steps", command);
+  const title = stringFlag(args, "title") ?? TITLES[name] ?? name;
+  const message = stringFlag(args, "message");
+  const log = stringFlag(args, "log");
+  const totalSteps = numberFlag(args, "total-steps");
   if (totalSteps !== undefined && totalSteps > 200)
     throw new CliError("USAGE", "--total-steps takes a whole number from 1 to 200", { command: "progress" });
   if (log === "-" && !ctx.stdin) throw new CliError("USAGE", "--log - needs a standard input", { command: "progress" });

@@ -18,9 +18,9 @@ import { JOIN_STATES, isJoinState } from "../../core/join-states.js";
 import { collectInventory } from "../../node/inventory/index.js";
 import { registerMachine, type RegisterResult } from "../../node/join-calls.js";
 import type { DownloadedRelease } from "../../transport/download/index.js";
-import type { Inventory, Registration } from "../../types.js";
+import type { Inventory, JoinState, Registration } from "../../types.js";
+import { CliError } from "../../errors/cli.js";
 import {
-  CliError,
   listFlag,
   numberFlag,
   requiredFlag,
@@ -33,8 +33,8 @@ import { MACHINE_DIR_FILES, openMachineDir, readJsonFile, readTextFile, saveSess
 import { readSecretsFlag, writeDeliveryOf } from "../delivery.js";
 import { downloadUpgrade, retryNotice, SAFE_RELEASE, joinTargetOf, trustedKeysOf } from "../joiner-steps.js";
 import { clockLine, fingerprintLines, pairingBanner } from "../output.js";
-import { stateReporter, waitForState } from "../watch.js";
-import { register } from "../commands/register.js";
+import { stateReporter, waitForState, type WaitOutcome } from "../watch.js";
+import type { register } from "../commands/register.js";
 import { printable } from "../style.js";
 
 /** The registration view as printed: the delivery is summarised elsewhere, never dumped. */
@@ -127,25 +127,24 @@ function registerDocument(o: {
 }
 
 /** The flags of `register`, checked together before anything is read or sent. */
-function flagsOf(args: ParsedArgs) {
-  const command = register;
+function flagsOf(args: ParsedArgs<typeof register.flags>) {
   const usage = (message: string) => new CliError("USAGE", message, { command: "register" });
-  const target = joinTargetOf(args, command);
-  const dir = requiredFlag(args, "identity", command);
-  const release = requiredFlag(args, "release", command);
+  const target = joinTargetOf(args);
+  const dir = requiredFlag(args, "identity");
+  const release = requiredFlag(args, "release");
   const selfUpgrade = args.values["self-upgrade"] === true;
-  const wait = stringFlag(args, "wait", command);
+  const wait = stringFlag(args, "wait");
   if (wait !== undefined && !isJoinState(wait)) throw usage(`--wait takes one of ${JOIN_STATES.join(", ")}`);
-  const timeoutSeconds = numberFlag(args, "timeout", command);
+  const timeoutSeconds = numberFlag(args, "timeout");
   if (timeoutSeconds !== undefined && wait === undefined) throw usage("--timeout goes with --wait");
-  const threshold = numberFlag(args, "threshold", command);
+  const threshold = numberFlag(args, "threshold");
   if (selfUpgrade && listFlag(args, "trusted-key").length === 0) {
     throw usage(
       "--self-upgrade needs at least one --trusted-key: the release is verified against keys this machine already trusts",
     );
   }
   const inventoryChoice = {
-    file: stringFlag(args, "inventory", command),
+    file: stringFlag(args, "inventory"),
     none: args.values["no-inventory"] === true,
     collect: args.values["collect-inventory"] === true,
   };
@@ -159,95 +158,146 @@ function count(n: number, noun: string): string {
   return `${n} ${noun}${n === 1 ? "" : "s"}`;
 }
 
-/** Runs `register`. */
-export const runRegister: CommandAction = async (ctx, args) => {
-  const command = register;
-  const { target, dir, release, selfUpgrade, wait, timeoutSeconds, threshold, inventoryChoice } = flagsOf(args);
+/** What `register` reads before it touches the network: its flags, and every file they name. */
+async function readInputs(ctx: CommandContext, args: ParsedArgs<typeof register.flags>) {
+  const flags = flagsOf(args);
   // Everything read from disk is read before the network is touched, so a typo in a path
   // does not cost a registration.
   const trustedKeys = await trustedKeysOf(args);
-  const mirrorCaFile = stringFlag(args, "mirror-ca", command);
+  const mirrorCaFile = stringFlag(args, "mirror-ca");
   const mirrorCa = mirrorCaFile === undefined ? undefined : await readTextFile(mirrorCaFile, "mirror CA");
-  const proxy = stringFlag(args, "proxy", command);
-  const inventory = await inventoryOf(ctx, inventoryChoice);
-  const secrets = await readSecretsFlag(args, command, dir);
+  const proxy = stringFlag(args, "proxy");
+  const inventory = await inventoryOf(ctx, flags.inventoryChoice);
+  const secrets = await readSecretsFlag(args, flags.dir);
+  const hostname = stringFlag(args, "hostname") ?? osHostname();
+  const serial = stringFlag(args, "serial");
+  return { ...flags, trustedKeys, mirrorCa, proxy, inventory, secrets, hostname, serial };
+}
 
-  const opened = await openMachineDir(dir, { create: true, warn: (text) => ctx.out.warn(text) });
+/** The flags and files of `register`, read. */
+type Inputs = Awaited<ReturnType<typeof readInputs>>;
+
+/** Where the registration stands after a step: the founder's answer and the session file saved from it. */
+interface Registered {
+  result: RegisterResult;
+  sessionFile: string;
+}
+
+/**
+ * Registers: opens (or creates) the machine identity in DIR, registers it on `--release`,
+ * saves the join session and shows the pairing code.
+ */
+async function registerStep(ctx: CommandContext, inputs: Inputs) {
+  const opened = await openMachineDir(inputs.dir, { create: true, warn: (text) => ctx.out.warn(text) });
   const { identity } = opened;
   ctx.out.say(
-    `${opened.created ? "created the machine identity in" : "using the machine identity in"} ${dir} (key ${identity.keyFingerprint.slice(0, 11)}…)`,
+    `${opened.created ? "created the machine identity in" : "using the machine identity in"} ${inputs.dir} (key ${identity.keyFingerprint.slice(0, 11)}…)`,
   );
-
   const details = {
-    ...target,
+    ...inputs.target,
     identity,
-    selfUpgrade,
-    hostname: stringFlag(args, "hostname", command) ?? osHostname(),
-    ...(stringFlag(args, "serial", command) !== undefined
-      ? { systemSerial: stringFlag(args, "serial", command)! }
-      : {}),
-    ...(inventory ? { inventory } : {}),
+    selfUpgrade: inputs.selfUpgrade,
+    hostname: inputs.hostname,
+    ...(inputs.serial !== undefined ? { systemSerial: inputs.serial } : {}),
+    ...(inputs.inventory ? { inventory: inputs.inventory } : {}),
     signal: ctx.signal,
     onRetry: retryNotice(ctx),
   };
-  let result = await registerMachine({ ...details, release });
-  let sessionFile = await saveSession(dir, result.session);
+  const result = await registerMachine({ ...details, release: inputs.release });
+  const sessionFile = await saveSession(inputs.dir, result.session);
   announce(ctx, result);
   const report = stateReporter(ctx);
   report(result.registration);
+  return { opened, details, report, registered: { result, sessionFile } satisfies Registered };
+}
 
-  let upgraded: DownloadedRelease | undefined;
-  const upgrade = result.registration.state === "needs-upgrade" ? result.registration.upgrade : undefined;
-  if (upgrade) {
-    if (!SAFE_RELEASE.test(upgrade.to))
-      throw new StratumError("RESPONSE_INVALID", "the cluster names a release that is not a safe directory name");
-    upgraded = await downloadUpgrade(ctx, {
-      upgrade,
-      destDir: join(dir, MACHINE_DIR_FILES.release, upgrade.to),
-      trustedKeys,
-      ...(threshold !== undefined ? { threshold } : {}),
-      ...(mirrorCa !== undefined ? { mirrorCa } : {}),
-      ...(proxy !== undefined ? { proxy } : {}),
-      session: result.session,
-      identity,
-    });
-    // The same key on the cluster's release: the founder moves the registration to pending.
-    ctx.out.say(`registering again on release ${upgrade.to}`);
-    result = await registerMachine({ ...details, release: upgrade.to });
-    sessionFile = await saveSession(dir, result.session);
-    report(result.registration);
-  }
-  ctx.out.say(`join session saved to ${sessionFile}`);
+/**
+ * Upgrades when the cluster runs a newer release: downloads and verifies it into
+ * DIR/release/<version>, then registers again on it with the same key (the founder moves the
+ * registration to pending). Without an upgrade to make, the registration stays as it is.
+ */
+async function upgradeStep(
+  ctx: CommandContext,
+  inputs: Inputs,
+  made: Awaited<ReturnType<typeof registerStep>>,
+): Promise<Registered & { upgrade: { from: string } | undefined; upgraded: DownloadedRelease | undefined }> {
+  const { registration, session } = made.registered.result;
+  const upgrade = registration.state === "needs-upgrade" ? registration.upgrade : undefined;
+  if (!upgrade) return { ...made.registered, upgrade: undefined, upgraded: undefined };
+  if (!SAFE_RELEASE.test(upgrade.to))
+    throw new StratumError("RESPONSE_INVALID", "the cluster names a release that is not a safe directory name");
+  const upgraded = await downloadUpgrade(ctx, {
+    upgrade,
+    destDir: join(inputs.dir, MACHINE_DIR_FILES.release, upgrade.to),
+    trustedKeys: inputs.trustedKeys,
+    ...(inputs.threshold !== undefined ? { threshold: inputs.threshold } : {}),
+    ...(inputs.mirrorCa !== undefined ? { mirrorCa: inputs.mirrorCa } : {}),
+    ...(inputs.proxy !== undefined ? { proxy: inputs.proxy } : {}),
+    session,
+    identity: made.opened.identity,
+  });
+  ctx.out.say(`registering again on release ${upgrade.to}`);
+  const result = await registerMachine({ ...made.details, release: upgrade.to });
+  const sessionFile = await saveSession(inputs.dir, result.session);
+  made.report(result.registration);
+  return { result, sessionFile, upgrade, upgraded };
+}
 
-  let registration = result.registration;
-  let delivery: WrittenDelivery | undefined;
-  if (wait !== undefined) {
-    const outcome = await waitForState(ctx, {
-      session: result.session,
-      identity,
-      dir,
-      until: wait,
-      secrets,
-      ...(timeoutSeconds !== undefined ? { timeoutMs: timeoutSeconds * 1000 } : {}),
-      // The state printed above is not printed again when the wait sees it first.
-      report,
-    });
-    registration = outcome.registration;
-    delivery = outcome.delivery;
-  } else if (registration.delivery) {
-    // Registering again while delivering answers the delivery: keep it, as a wait would.
-    delivery = await writeDeliveryOf(ctx, dir, registration.delivery, secrets);
-  }
+/**
+ * Waits, with `--wait STATE`, until the registration reaches STATE, printing each state as it
+ * changes and writing a delivery that arrives on the way.
+ */
+async function waitStep(
+  ctx: CommandContext,
+  inputs: Inputs & { wait: JoinState },
+  made: Awaited<ReturnType<typeof registerStep>>,
+  registered: Registered,
+): Promise<WaitOutcome> {
+  return waitForState(ctx, {
+    session: registered.result.session,
+    identity: made.opened.identity,
+    dir: inputs.dir,
+    until: inputs.wait,
+    secrets: inputs.secrets,
+    ...(inputs.timeoutSeconds !== undefined ? { timeoutMs: inputs.timeoutSeconds * 1000 } : {}),
+    // The state printed above is not printed again when the wait sees it first.
+    report: made.report,
+  });
+}
+
+/**
+ * Writes the delivery that registering again while delivering answers (without `--wait`), as
+ * a wait would: its files to DIR/delivery, each secret where `--secrets` says.
+ */
+async function deliverStep(
+  ctx: CommandContext,
+  inputs: Inputs,
+  registration: Registration,
+): Promise<WrittenDelivery | undefined> {
+  return registration.delivery ? writeDeliveryOf(ctx, inputs.dir, registration.delivery, inputs.secrets) : undefined;
+}
+
+/** Runs `register`: register, upgrade if the cluster says so, wait if asked to, deliver, and print the result. */
+export const runRegister: CommandAction<typeof register.flags> = async (ctx, args) => {
+  const inputs = await readInputs(ctx, args);
+  const { wait, dir } = inputs;
+  const made = await registerStep(ctx, inputs);
+  const registered = await upgradeStep(ctx, inputs, made);
+  ctx.out.say(`join session saved to ${registered.sessionFile}`);
+  const { registration, delivery } =
+    wait !== undefined
+      ? await waitStep(ctx, { ...inputs, wait }, made, registered)
+      : {
+          registration: registered.result.registration,
+          delivery: await deliverStep(ctx, inputs, registered.result.registration),
+        };
 
   const document = registerDocument({
-    result,
+    ...registered,
     registration,
     dir,
-    sessionFile,
-    created: opened.created,
-    keyFingerprint: identity.keyFingerprint,
-    upgrade,
-    upgraded,
+    created: made.opened.created,
+    keyFingerprint: made.opened.identity.keyFingerprint,
     delivery,
   });
   const done = `${ctx.out.style.green("done:")} ${ctx.out.style.state(registration.state)}`;

@@ -11,17 +11,18 @@ import { join } from "node:path";
 import { signReleaseDirectory } from "../../release/manifest.js";
 import { generateReleaseKeyPair } from "../../release/keys.js";
 import { verifyReleaseDirectory } from "../../release/verify.js";
-import { CliError, numberFlag, requiredFlag, requiredList, stringFlag, type CommandAction } from "../args.js";
+import { CliError } from "../../errors/cli.js";
+import { numberFlag, requiredFlag, requiredList, stringFlag, type CommandAction } from "../args.js";
 import { MACHINE_DIR_FILES, openMachineDir, readSession, readTextFile, writeFileAtomic } from "../files.js";
 import { getRegistration } from "../../node/registration.js";
 import { downloadUpgrade, SAFE_RELEASE, trustedKeysOf } from "../joiner-steps.js";
 import { formatBytes } from "../output.js";
-import { releaseKeygen, releaseSign, releaseVerify, releaseDownload } from "../commands/release.js";
+import type { releaseKeygen, releaseSign, releaseVerify, releaseDownload } from "../commands/release.js";
 
 /** Runs `release keygen`. */
-export const runReleaseKeygen: CommandAction = async (ctx, args) => {
-  const keyFile = requiredFlag(args, "key", releaseKeygen);
-  const pubFile = stringFlag(args, "pub", releaseKeygen) ?? `${keyFile}.pub`;
+export const runReleaseKeygen: CommandAction<typeof releaseKeygen.flags> = async (ctx, args) => {
+  const keyFile = requiredFlag(args, "key");
+  const pubFile = stringFlag(args, "pub") ?? `${keyFile}.pub`;
   const pair = generateReleaseKeyPair();
   await writeFileAtomic(keyFile, pair.privateKeyPem, 0o600, { exclusive: true });
   await writeFileAtomic(pubFile, pair.publicKeyPem, 0o644, { exclusive: true });
@@ -33,10 +34,10 @@ export const runReleaseKeygen: CommandAction = async (ctx, args) => {
 };
 
 /** Runs `release sign`. */
-export const runReleaseSign: CommandAction = async (ctx, args) => {
+export const runReleaseSign: CommandAction<typeof releaseSign.flags> = async (ctx, args) => {
   const dir = args.positionals[0]!;
-  const release = requiredFlag(args, "release", releaseSign);
-  const keyFiles = requiredList(args, "key", releaseSign);
+  const release = requiredFlag(args, "release");
+  const keyFiles = requiredList(args, "key");
   const keys = await Promise.all(keyFiles.map((file) => readTextFile(file, "release private key")));
   const signed = await signReleaseDirectory(dir, { release, keys, signal: ctx.signal });
   const total = signed.manifest.files.reduce((sum, f) => sum + f.size, 0);
@@ -59,12 +60,12 @@ export const runReleaseSign: CommandAction = async (ctx, args) => {
 };
 
 /** Runs `release verify`. */
-export const runReleaseVerify: CommandAction = async (ctx, args) => {
+export const runReleaseVerify: CommandAction<typeof releaseVerify.flags> = async (ctx, args) => {
   const dir = args.positionals[0]!;
-  const release = requiredFlag(args, "release", releaseVerify);
-  requiredList(args, "trusted-key", releaseVerify);
+  const release = requiredFlag(args, "release");
+  requiredList(args, "trusted-key");
   const trustedKeys = await trustedKeysOf(args);
-  const threshold = numberFlag(args, "threshold", releaseVerify);
+  const threshold = numberFlag(args, "threshold");
   const verified = await verifyReleaseDirectory(dir, {
     expectRelease: release,
     trustedKeys,
@@ -89,18 +90,17 @@ export const runReleaseVerify: CommandAction = async (ctx, args) => {
 };
 
 /** Runs `release download`. */
-export const runReleaseDownload: CommandAction = async (ctx, args) => {
-  const command = releaseDownload;
+export const runReleaseDownload: CommandAction<typeof releaseDownload.flags> = async (ctx, args) => {
   const usage = (message: string) => new CliError("USAGE", message, { command: "release download" });
-  const dir = stringFlag(args, "identity", command);
-  const source = stringFlag(args, "source", command);
+  const dir = stringFlag(args, "identity");
+  const source = stringFlag(args, "source");
   if ((dir === undefined) === (source === undefined)) throw usage("give --identity DIR or --source URL (one of them)");
-  requiredList(args, "trusted-key", command);
+  requiredList(args, "trusted-key");
   const trustedKeys = await trustedKeysOf(args);
-  const threshold = numberFlag(args, "threshold", command);
-  const mirrorCaFile = stringFlag(args, "mirror-ca", command);
+  const threshold = numberFlag(args, "threshold");
+  const mirrorCaFile = stringFlag(args, "mirror-ca");
   const mirrorCa = mirrorCaFile === undefined ? undefined : await readTextFile(mirrorCaFile, "mirror CA");
-  const proxy = stringFlag(args, "proxy", command);
+  const proxy = stringFlag(args, "proxy");
   const common = {
     trustedKeys,
     ...(threshold !== undefined ? { threshold } : {}),
@@ -122,12 +122,12 @@ export const runReleaseDownload: CommandAction = async (ctx, args) => {
       );
     if (!SAFE_RELEASE.test(upgrade.to))
       throw new CliError("NO_UPGRADE", "the cluster names a release that is not a safe directory name");
-    destDir = stringFlag(args, "dest", command) ?? join(dir, MACHINE_DIR_FILES.release, upgrade.to);
+    destDir = stringFlag(args, "dest") ?? join(dir, MACHINE_DIR_FILES.release, upgrade.to);
     downloaded = await downloadUpgrade(ctx, { ...common, upgrade, destDir, session, identity });
   } else {
-    const release = stringFlag(args, "release", command);
+    const release = stringFlag(args, "release");
     if (release === undefined) throw usage("--release is required with --source");
-    destDir = stringFlag(args, "dest", command) ?? "";
+    destDir = stringFlag(args, "dest") ?? "";
     if (destDir === "") throw usage("--dest is required with --source");
     downloaded = await downloadUpgrade(ctx, { ...common, upgrade: { to: release, source: source! }, destDir });
   }

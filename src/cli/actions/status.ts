@@ -9,22 +9,23 @@
  */
 
 import type { WrittenDelivery } from "../../node/delivery.js";
-import { CliError, requiredFlag, stringFlag, type CommandAction } from "../args.js";
+import { CliError } from "../../errors/cli.js";
+import { requiredFlag, stringFlag, type CommandAction } from "../args.js";
 import { readSecretsFlag, writeDeliveryOf } from "../delivery.js";
 import { openMachineDir, readSession } from "../files.js";
 import { getRegistration } from "../../node/registration.js";
 import { describeState } from "../joiner-steps.js";
 import { fingerprintLines } from "../output.js";
-import { status } from "../commands/status.js";
+import type { status } from "../commands/status.js";
 import { printable } from "../style.js";
 
 /** Runs `status`. */
-export const runStatus: CommandAction = async (ctx, args) => {
-  const dir = requiredFlag(args, "identity", status);
+export const runStatus: CommandAction<typeof status.flags> = async (ctx, args) => {
+  const dir = requiredFlag(args, "identity");
   const writing = args.values["write-delivery"] === true;
-  if (!writing && stringFlag(args, "secrets", status) !== undefined)
+  if (!writing && stringFlag(args, "secrets") !== undefined)
     throw new CliError("USAGE", "--secrets goes with --write-delivery", { command: "status" });
-  const secrets = await readSecretsFlag(args, status, dir);
+  const secrets = await readSecretsFlag(args, dir);
   const session = await readSession(dir);
   const { identity } = await openMachineDir(dir, { create: false, warn: (text) => ctx.out.warn(text) });
   const registration = await getRegistration(session, identity, { signal: ctx.signal });

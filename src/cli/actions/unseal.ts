@@ -8,9 +8,10 @@
 
 import { unsealSecret } from "../../node/tpm.js";
 import type { CommandAction } from "../args.js";
+import type { unseal } from "../commands/unseal.js";
 
 /** Runs `unseal`. */
-export const runUnseal: CommandAction = async (ctx, args) => {
+export const runUnseal: CommandAction<typeof unseal.flags> = async (ctx, args) => {
   const file = args.positionals[0]!;
   const tcti = ctx.env.TPM2TOOLS_TCTI;
   const secret = await unsealSecret(file, { signal: ctx.signal, ...(tcti ? { tcti } : {}) });

@@ -9,10 +9,10 @@
  * @module
  */
 
-import type { CommandSpec, FlagSpec } from "../args.js";
+import { defineFlags, type CommandSpec } from "../args.js";
 
 /** The flags every admin command takes. */
-const API_FLAGS: Readonly<Record<string, FlagSpec>> = {
+const API_FLAGS = defineFlags({
   api: {
     type: "string",
     value: "URL",
@@ -31,23 +31,25 @@ const API_FLAGS: Readonly<Record<string, FlagSpec>> = {
     value: "FILE",
     description: "read the admin API token from FILE (wins over STRATUM_TOKEN)",
   },
-};
+});
+
+const adminMintFlags = defineFlags({
+  ...API_FLAGS,
+  endpoint: {
+    type: "string",
+    value: "HOST[:PORT]",
+    description: "where joiners reach the join listener (default: the server's choice)",
+  },
+  ttl: { type: "string", value: "SECONDS", description: "the code's lifetime (default 4 hours, at most 7 days)" },
+});
 
 /** `admin mint`. */
-export const adminMint: CommandSpec = {
+export const adminMint: CommandSpec<typeof adminMintFlags> = {
   path: ["admin", "mint"],
   summary: "Mint a join code. The code and its URL are shown once, here: they are not stored.",
   details:
     "Give the joining machine the join URL (or the endpoint and the code). Anyone with it can register a machine; the approval is the gate.",
-  flags: {
-    ...API_FLAGS,
-    endpoint: {
-      type: "string",
-      value: "HOST[:PORT]",
-      description: "where joiners reach the join listener (default: the server's choice)",
-    },
-    ttl: { type: "string", value: "SECONDS", description: "the code's lifetime (default 4 hours, at most 7 days)" },
-  },
+  flags: adminMintFlags,
   examples: [
     {
       comment: "a join code for the next machines; the URL is shown once",
@@ -59,11 +61,13 @@ export const adminMint: CommandSpec = {
   load: async () => (await import("../actions/admin.js")).runAdminMint,
 };
 
+const adminCodesFlags = defineFlags({ ...API_FLAGS });
+
 /** `admin codes`. */
-export const adminCodes: CommandSpec = {
+export const adminCodes: CommandSpec<typeof adminCodesFlags> = {
   path: ["admin", "codes"],
   summary: "List the join codes, newest first (never the codes themselves: only ids and selectors).",
-  flags: { ...API_FLAGS },
+  flags: adminCodesFlags,
   examples: [
     {
       comment: "the codes, without the codes themselves",
@@ -74,19 +78,26 @@ export const adminCodes: CommandSpec = {
   load: async () => (await import("../actions/admin.js")).runAdminCodes,
 };
 
+const adminRevokeFlags = defineFlags({ ...API_FLAGS });
+
 /** `admin revoke`. */
-export const adminRevoke: CommandSpec = {
+export const adminRevoke: CommandSpec<typeof adminRevokeFlags> = {
   path: ["admin", "revoke"],
   summary: "Revoke a join code: no machine can register with it any more (registrations made with it stay).",
   positionals: [{ name: "CODE_ID", description: "the join code's id (jc-…), as admin codes lists it" }],
-  flags: { ...API_FLAGS },
+  flags: adminRevokeFlags,
   examples: [{ comment: "a code that leaked", command: "stratum-join admin revoke jc-4f7k2q9m" }],
   result: "the join code, as the API answers it",
   load: async () => (await import("../actions/admin.js")).runAdminRevoke,
 };
 
+const adminJoinsFlags = defineFlags({
+  ...API_FLAGS,
+  state: { type: "string", value: "STATE", description: "list only joins in STATE" },
+});
+
 /** `admin joins`. */
-export const adminJoins: CommandSpec = {
+export const adminJoins: CommandSpec<typeof adminJoinsFlags> = {
   path: ["admin", "joins"],
   summary: "List the machines that registered (with their pairing codes), or show one.",
   details: [
@@ -98,10 +109,7 @@ export const adminJoins: CommandSpec = {
     "state marks a join whose machine went silent.",
   ].join("\n"),
   positionals: [{ name: "JOIN_ID", description: "show this join (nj-…) in full", optional: true }],
-  flags: {
-    ...API_FLAGS,
-    state: { type: "string", value: "STATE", description: "list only joins in STATE" },
-  },
+  flags: adminJoinsFlags,
   examples: [
     { comment: "the machines waiting for an approval", command: "stratum-join admin joins --state pending" },
     { comment: "one join in full", command: "stratum-join admin joins nj-8w2k4m1p" },
@@ -110,8 +118,54 @@ export const adminJoins: CommandSpec = {
   load: async () => (await import("../actions/admin.js")).runAdminJoins,
 };
 
+const adminApproveFlags = defineFlags({
+  ...API_FLAGS,
+  assignment: {
+    type: "string",
+    value: "FILE",
+    description: "the assignment, JSON (the API's Assignment: role, rack, mgmt, links, disks, …)",
+  },
+  "copy-from": {
+    type: "string",
+    value: "NODE",
+    description: "copy the assignment of this member (node id); --assignment fields override it",
+  },
+  "pairing-code": {
+    type: "string",
+    value: "CODE",
+    description: "approve only if the join's pairing code is CODE (XXX-XXX)",
+  },
+  name: { type: "string", value: "NAME", description: "the node's name (default: the hostname, numbered if taken)" },
+  role: { type: "string", value: "ROLE", description: "the node's role (default hybrid, the one role taken today)" },
+  rack: { type: "string", value: "RACK", description: "the topology.rack label" },
+  az: { type: "string", value: "AZ", description: "the availability zone" },
+  "mgmt-interface": {
+    type: "string",
+    value: "NIC",
+    description: "the management NIC (default: the one it registered from)",
+  },
+  address: {
+    type: "string",
+    value: "IP[/PREFIX]",
+    description: "the management address (default: the NIC's own); a new one as a CIDR, with --gateway",
+  },
+  gateway: { type: "string", value: "IP", description: "the gateway of a new management address" },
+  disk: {
+    type: "string",
+    multiple: true,
+    value: "KEY=ROLE",
+    description: "what a data disk becomes: compute, ceph-osd or unused (KEY: its WWN or by-id path)",
+  },
+  wipe: {
+    type: "string",
+    multiple: true,
+    value: "KEY",
+    description: "confirm wiping the disk KEY, which holds data (the typed confirmation)",
+  },
+});
+
 /** `admin approve`. */
-export const adminApprove: CommandSpec = {
+export const adminApprove: CommandSpec<typeof adminApproveFlags> = {
   path: ["admin", "approve"],
   summary:
     "Approve a join, with the fields to change (--name, --address, --disk, …), an assignment file or a member's; all defaults without any.",
@@ -128,51 +182,7 @@ export const adminApprove: CommandSpec = {
     "(fix with --address)).",
   ].join("\n"),
   positionals: [{ name: "JOIN_ID", description: "the join (nj-…)" }],
-  flags: {
-    ...API_FLAGS,
-    assignment: {
-      type: "string",
-      value: "FILE",
-      description: "the assignment, JSON (the API's Assignment: role, rack, mgmt, links, disks, …)",
-    },
-    "copy-from": {
-      type: "string",
-      value: "NODE",
-      description: "copy the assignment of this member (node id); --assignment fields override it",
-    },
-    "pairing-code": {
-      type: "string",
-      value: "CODE",
-      description: "approve only if the join's pairing code is CODE (XXX-XXX)",
-    },
-    name: { type: "string", value: "NAME", description: "the node's name (default: the hostname, numbered if taken)" },
-    role: { type: "string", value: "ROLE", description: "the node's role (default hybrid, the one role taken today)" },
-    rack: { type: "string", value: "RACK", description: "the topology.rack label" },
-    az: { type: "string", value: "AZ", description: "the availability zone" },
-    "mgmt-interface": {
-      type: "string",
-      value: "NIC",
-      description: "the management NIC (default: the one it registered from)",
-    },
-    address: {
-      type: "string",
-      value: "IP[/PREFIX]",
-      description: "the management address (default: the NIC's own); a new one as a CIDR, with --gateway",
-    },
-    gateway: { type: "string", value: "IP", description: "the gateway of a new management address" },
-    disk: {
-      type: "string",
-      multiple: true,
-      value: "KEY=ROLE",
-      description: "what a data disk becomes: compute, ceph-osd or unused (KEY: its WWN or by-id path)",
-    },
-    wipe: {
-      type: "string",
-      multiple: true,
-      value: "KEY",
-      description: "confirm wiping the disk KEY, which holds data (the typed confirmation)",
-    },
-  },
+  flags: adminApproveFlags,
   fieldHint: approvalFlagOf,
   examples: [
     {
@@ -215,15 +225,17 @@ function approvalFlagOf(field: string): string | undefined {
   return path ? "fix in --assignment FILE" : undefined;
 }
 
+const adminExpireFlags = defineFlags({ ...API_FLAGS });
+
 /** `admin expire`. */
-export const adminExpire: CommandSpec = {
+export const adminExpire: CommandSpec<typeof adminExpireFlags> = {
   path: ["admin", "expire"],
   summary:
     "Expire a waiting join (pending or needs-upgrade) now: its waiting slot is freed, and the machine may register again later.",
   details:
     "For machines the cluster cannot take now (it is full): unlike a rejection, the key is not refused for good. A join in any other state is refused (exit 13, JOIN_STATE_CONFLICT).",
   positionals: [{ name: "JOIN_ID", description: "the join (nj-…)" }],
-  flags: { ...API_FLAGS },
+  flags: adminExpireFlags,
   examples: [
     {
       comment: "the cluster is full; this machine can come back when a place is free",
@@ -234,20 +246,22 @@ export const adminExpire: CommandSpec = {
   load: async () => (await import("../actions/admin.js")).runAdminExpire,
 };
 
+const adminRejectFlags = defineFlags({
+  ...API_FLAGS,
+  reason: {
+    type: "string",
+    value: "TEXT",
+    description: "why, shown on the console and to the joiner",
+    required: true,
+  },
+});
+
 /** `admin reject`. */
-export const adminReject: CommandSpec = {
+export const adminReject: CommandSpec<typeof adminRejectFlags> = {
   path: ["admin", "reject"],
   summary: "Reject a join. Its key is refused from then on; the reason is shown to the joiner.",
   positionals: [{ name: "JOIN_ID", description: "the join (nj-…)" }],
-  flags: {
-    ...API_FLAGS,
-    reason: {
-      type: "string",
-      value: "TEXT",
-      description: "why, shown on the console and to the joiner",
-      required: true,
-    },
-  },
+  flags: adminRejectFlags,
   examples: [
     {
       comment: "a machine nobody expected",
@@ -258,12 +272,14 @@ export const adminReject: CommandSpec = {
   load: async () => (await import("../actions/admin.js")).runAdminReject,
 };
 
+const adminRetryFlags = defineFlags({ ...API_FLAGS });
+
 /** `admin retry`. */
-export const adminRetry: CommandSpec = {
+export const adminRetry: CommandSpec<typeof adminRetryFlags> = {
   path: ["admin", "retry"],
   summary: "Retry a failed join: it is queued for delivery again with the assignment it had.",
   positionals: [{ name: "JOIN_ID", description: "the join (nj-…)" }],
-  flags: { ...API_FLAGS },
+  flags: adminRetryFlags,
   examples: [
     {
       comment: "deliver a failed join again, once its cause is fixed",
@@ -274,23 +290,25 @@ export const adminRetry: CommandSpec = {
   load: async () => (await import("../actions/admin.js")).runAdminRetry,
 };
 
+const adminFailFlags = defineFlags({
+  ...API_FLAGS,
+  reason: {
+    type: "string",
+    value: "TEXT",
+    description: "why, shown on the console and to the joiner",
+    required: true,
+  },
+});
+
 /** `admin fail`. */
-export const adminFail: CommandSpec = {
+export const adminFail: CommandSpec<typeof adminFailFlags> = {
   path: ["admin", "fail"],
   summary:
     "Fail a running join (delivering or installing) now, e.g. a machine that will never report again: the next join can run.",
   details:
     "The join becomes failed with the reason as its error; its delivery is withdrawn. Retry it (admin retry) once the machine is back. A join in any other state is refused (exit 13, JOIN_STATE_CONFLICT).",
   positionals: [{ name: "JOIN_ID", description: "the join (nj-…)" }],
-  flags: {
-    ...API_FLAGS,
-    reason: {
-      type: "string",
-      value: "TEXT",
-      description: "why, shown on the console and to the joiner",
-      required: true,
-    },
-  },
+  flags: adminFailFlags,
   examples: [
     {
       comment: "a machine that lost power for good while installing holds the queue",

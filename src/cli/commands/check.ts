@@ -7,10 +7,21 @@
  * @module
  */
 
-import { TARGET_FLAGS, type CommandSpec } from "../args.js";
+import { defineFlags, TARGET_FLAGS, type CommandSpec } from "../args.js";
+
+const checkFlags = defineFlags({
+  ...TARGET_FLAGS,
+  release: {
+    type: "string",
+    value: "VERSION",
+    description: "the release this machine runs or would be installed from",
+    required: true,
+  },
+  "self-upgrade": { type: "boolean", description: "the machine can upgrade itself to the cluster's release" },
+});
 
 /** `check`. */
-export const check: CommandSpec = {
+export const check: CommandSpec<typeof checkFlags> = {
   path: ["check"],
   summary: "Check a join code against the cluster before installing: the code, its listener, and the release.",
   details: [
@@ -19,16 +30,7 @@ export const check: CommandSpec = {
     "--self-upgrade, an older release within the cluster's upgrade rules is accepted and the",
     "answer names the upgrade.",
   ].join("\n"),
-  flags: {
-    ...TARGET_FLAGS,
-    release: {
-      type: "string",
-      value: "VERSION",
-      description: "the release this machine runs or would be installed from",
-      required: true,
-    },
-    "self-upgrade": { type: "boolean", description: "the machine can upgrade itself to the cluster's release" },
-  },
+  flags: checkFlags,
   examples: [
     {
       comment: "prove the code and ask whether this release may register",

@@ -7,10 +7,12 @@
  * @module
  */
 
-import type { CommandSpec } from "../args.js";
+import { defineFlags, type CommandSpec } from "../args.js";
+
+const codeCheckFlags = defineFlags({});
 
 /** `code check`. */
-export const codeCheck: CommandSpec = {
+export const codeCheck: CommandSpec<typeof codeCheckFlags> = {
   path: ["code", "check"],
   summary: "Check a join code (or join URL) offline: its symbols and check symbol. Nothing is sent.",
   details: [
@@ -21,7 +23,7 @@ export const codeCheck: CommandSpec = {
   positionals: [
     { name: "CODE", description: "the join code XXXX-XXXX-XXX, or a join URL stratum-join://HOST/XXXX-XXXX-XXX" },
   ],
-  flags: {},
+  flags: codeCheckFlags,
   examples: [
     {
       comment: "a code read out over the phone, before typing it into the installer",

@@ -9,10 +9,34 @@
  * @module
  */
 
-import type { CommandSpec } from "../args.js";
+import { defineFlags, type CommandSpec } from "../args.js";
+
+const progressFlags = defineFlags({
+  identity: {
+    type: "string",
+    value: "DIR",
+    description: "the machine directory, as given to register",
+    required: true,
+  },
+  step: {
+    type: "string",
+    value: "NAME",
+    description: "the step: join, upgrade, storage, join/patroni, …",
+    required: true,
+  },
+  status: { type: "string", value: "STATUS", description: "running, done or failed", required: true },
+  title: { type: "string", value: "TEXT", description: "what the console calls the step (default: from its name)" },
+  message: { type: "string", value: "TEXT", description: "a message for the step, e.g. why it failed" },
+  log: { type: "string", value: "FILE", description: "install log lines to send: a file, or - for stdin" },
+  "total-steps": {
+    type: "string",
+    value: "N",
+    description: "how many steps the install plans in all, so the console says step 1 of N from the first",
+  },
+});
 
 /** `progress`. */
-export const progress: CommandSpec = {
+export const progress: CommandSpec<typeof progressFlags> = {
   path: ["progress"],
   summary: "Report a step of the install (and its log lines) to the cluster: how a join reaches joined.",
   details: [
@@ -24,29 +48,7 @@ export const progress: CommandSpec = {
     "come (sent every 2 s, or 2,000 lines, whichever is first). A running step is reported",
     "before the log, a done or failed one after it, so the log is in before the join ends.",
   ].join("\n"),
-  flags: {
-    identity: {
-      type: "string",
-      value: "DIR",
-      description: "the machine directory, as given to register",
-      required: true,
-    },
-    step: {
-      type: "string",
-      value: "NAME",
-      description: "the step: join, upgrade, storage, join/patroni, …",
-      required: true,
-    },
-    status: { type: "string", value: "STATUS", description: "running, done or failed", required: true },
-    title: { type: "string", value: "TEXT", description: "what the console calls the step (default: from its name)" },
-    message: { type: "string", value: "TEXT", description: "a message for the step, e.g. why it failed" },
-    log: { type: "string", value: "FILE", description: "install log lines to send: a file, or - for stdin" },
-    "total-steps": {
-      type: "string",
-      value: "N",
-      description: "how many steps the install plans in all, so the console says step 1 of N from the first",
-    },
-  },
+  flags: progressFlags,
   examples: [
     {
       comment: "the install is done: the join becomes joined",

@@ -10,10 +10,74 @@
  */
 
 import { JOIN_STATES } from "../../core/join-states.js";
-import { SECRETS_FLAG, TARGET_FLAGS, type CommandSpec } from "../args.js";
+import { defineFlags, SECRETS_FLAG, TARGET_FLAGS, type CommandSpec } from "../args.js";
+
+const registerFlags = defineFlags({
+  ...TARGET_FLAGS,
+  identity: {
+    type: "string",
+    value: "DIR",
+    description: "the machine directory: identity, session.json, release/, delivery/",
+    required: true,
+  },
+  release: { type: "string", value: "VERSION", description: "the release this machine runs", required: true },
+  "self-upgrade": {
+    type: "boolean",
+    description: "upgrade to the cluster's release when it is newer (needs --trusted-key)",
+  },
+  "trusted-key": {
+    type: "string",
+    multiple: true,
+    value: "FILE",
+    description: "a release public key (PEM) the upgrade's manifest must be signed by",
+  },
+  threshold: { type: "string", value: "N", description: "distinct trusted keys that must have signed (default 1)" },
+  "mirror-ca": {
+    type: "string",
+    value: "FILE",
+    description: "CA certificate (PEM) of a release mirror with a private CA",
+  },
+  proxy: {
+    type: "string",
+    value: "URL",
+    description:
+      "the HTTP proxy to reach a release mirror through, http://[user:password@]host[:port] (default: HTTPS_PROXY and NO_PROXY; never used for the founder)",
+  },
+  inventory: {
+    type: "string",
+    value: "FILE",
+    description:
+      "send this hardware inventory, JSON (the API's Inventory), instead of the one collected from this machine",
+  },
+  "no-inventory": {
+    type: "boolean",
+    description:
+      "send no hardware inventory, only the clock's offset (the approval then needs an assignment naming the NICs; the default approval is refused)",
+  },
+  // The old spelling, from when collecting was not the default: scripts that pass it keep working.
+  "collect-inventory": {
+    type: "boolean",
+    hidden: true,
+    description: "collect the inventory of this Linux machine (the default)",
+  },
+  hostname: { type: "string", value: "NAME", description: "the host name to register (default: this machine's)" },
+  serial: { type: "string", value: "SERIAL", description: "the system serial number to register" },
+  wait: {
+    type: "string",
+    value: "STATE",
+    description: "wait until the registration reaches STATE (e.g. delivering, joined)",
+  },
+  timeout: {
+    type: "string",
+    value: "SECONDS",
+    description:
+      "give up waiting after this long: exit 18 (STILL_WAITING) while the cluster answers, 9 (TIMEOUT) while it does not",
+  },
+  secrets: SECRETS_FLAG,
+});
 
 /** `register`. */
-export const register: CommandSpec = {
+export const register: CommandSpec<typeof registerFlags> = {
   path: ["register"],
   summary: "Register this machine with the cluster, show the pairing code, upgrade itself if told to, and wait.",
   details: [
@@ -40,69 +104,7 @@ export const register: CommandSpec = {
     "",
     `States: ${JOIN_STATES.join(", ")}.`,
   ].join("\n"),
-  flags: {
-    ...TARGET_FLAGS,
-    identity: {
-      type: "string",
-      value: "DIR",
-      description: "the machine directory: identity, session.json, release/, delivery/",
-      required: true,
-    },
-    release: { type: "string", value: "VERSION", description: "the release this machine runs", required: true },
-    "self-upgrade": {
-      type: "boolean",
-      description: "upgrade to the cluster's release when it is newer (needs --trusted-key)",
-    },
-    "trusted-key": {
-      type: "string",
-      multiple: true,
-      value: "FILE",
-      description: "a release public key (PEM) the upgrade's manifest must be signed by",
-    },
-    threshold: { type: "string", value: "N", description: "distinct trusted keys that must have signed (default 1)" },
-    "mirror-ca": {
-      type: "string",
-      value: "FILE",
-      description: "CA certificate (PEM) of a release mirror with a private CA",
-    },
-    proxy: {
-      type: "string",
-      value: "URL",
-      description:
-        "the HTTP proxy to reach a release mirror through, http://[user:password@]host[:port] (default: HTTPS_PROXY and NO_PROXY; never used for the founder)",
-    },
-    inventory: {
-      type: "string",
-      value: "FILE",
-      description:
-        "send this hardware inventory, JSON (the API's Inventory), instead of the one collected from this machine",
-    },
-    "no-inventory": {
-      type: "boolean",
-      description:
-        "send no hardware inventory, only the clock's offset (the approval then needs an assignment naming the NICs; the default approval is refused)",
-    },
-    // The old spelling, from when collecting was not the default: scripts that pass it keep working.
-    "collect-inventory": {
-      type: "boolean",
-      hidden: true,
-      description: "collect the inventory of this Linux machine (the default)",
-    },
-    hostname: { type: "string", value: "NAME", description: "the host name to register (default: this machine's)" },
-    serial: { type: "string", value: "SERIAL", description: "the system serial number to register" },
-    wait: {
-      type: "string",
-      value: "STATE",
-      description: "wait until the registration reaches STATE (e.g. delivering, joined)",
-    },
-    timeout: {
-      type: "string",
-      value: "SECONDS",
-      description:
-        "give up waiting after this long: exit 18 (STILL_WAITING) while the cluster answers, 9 (TIMEOUT) while it does not",
-    },
-    secrets: SECRETS_FLAG,
-  },
+  flags: registerFlags,
   examples: [
     {
       comment: "register with the code in the environment, and wait for the delivery",

@@ -7,27 +7,29 @@
  * @module
  */
 
-import type { CommandSpec } from "../args.js";
+import { defineFlags, type CommandSpec } from "../args.js";
+
+const releaseKeygenFlags = defineFlags({
+  key: {
+    type: "string",
+    value: "FILE",
+    description: "where to write the private key, PKCS#8 PEM, mode 0600",
+    required: true,
+  },
+  pub: {
+    type: "string",
+    value: "FILE",
+    description: "where to write the public key, SPKI PEM, mode 0644 (default: FILE.pub)",
+  },
+});
 
 /** `release keygen`. */
-export const releaseKeygen: CommandSpec = {
+export const releaseKeygen: CommandSpec<typeof releaseKeygenFlags> = {
   path: ["release", "keygen"],
   summary:
     "Make an Ed25519 release key pair: the private key (0600) signs manifests, the public key goes into joiners' trust stores.",
   details: "Neither file is overwritten. The private key is not encrypted: keep it offline. It is never printed.",
-  flags: {
-    key: {
-      type: "string",
-      value: "FILE",
-      description: "where to write the private key, PKCS#8 PEM, mode 0600",
-      required: true,
-    },
-    pub: {
-      type: "string",
-      value: "FILE",
-      description: "where to write the public key, SPKI PEM, mode 0644 (default: FILE.pub)",
-    },
-  },
+  flags: releaseKeygenFlags,
   examples: [
     {
       comment: "a key pair for signing releases: keep release.key offline",
@@ -38,23 +40,25 @@ export const releaseKeygen: CommandSpec = {
   load: async () => (await import("../actions/release.js")).runReleaseKeygen,
 };
 
+const releaseSignFlags = defineFlags({
+  release: { type: "string", value: "VERSION", description: "the release the directory is", required: true },
+  key: {
+    type: "string",
+    multiple: true,
+    value: "FILE",
+    description: "a release private key (PEM) to sign with; give several for a threshold",
+    required: true,
+  },
+});
+
 /** `release sign`. */
-export const releaseSign: CommandSpec = {
+export const releaseSign: CommandSpec<typeof releaseSignFlags> = {
   path: ["release", "sign"],
   summary: "Sign a release directory: hash every file under os/blobs/ and sysext/ and write payload/manifest.json.",
   details:
     "An existing manifest is replaced. The directory is refused if a joiner would refuse it (a symlink, a path outside os/blobs/ and sysext/).",
   positionals: [{ name: "DIR", description: "the release directory" }],
-  flags: {
-    release: { type: "string", value: "VERSION", description: "the release the directory is", required: true },
-    key: {
-      type: "string",
-      multiple: true,
-      value: "FILE",
-      description: "a release private key (PEM) to sign with; give several for a threshold",
-      required: true,
-    },
-  },
+  flags: releaseSignFlags,
   examples: [
     {
       comment: "sign the release directory built for 0.6.0",
@@ -65,24 +69,26 @@ export const releaseSign: CommandSpec = {
   load: async () => (await import("../actions/release.js")).runReleaseSign,
 };
 
+const releaseVerifyFlags = defineFlags({
+  release: { type: "string", value: "VERSION", description: "the release the manifest must name", required: true },
+  "trusted-key": {
+    type: "string",
+    multiple: true,
+    value: "FILE",
+    description: "a trusted release public key, PEM",
+    required: true,
+  },
+  threshold: { type: "string", value: "N", description: "distinct trusted keys that must have signed (default 1)" },
+  "allow-extra-files": { type: "boolean", description: "accept files the manifest does not list" },
+});
+
 /** `release verify`. */
-export const releaseVerify: CommandSpec = {
+export const releaseVerify: CommandSpec<typeof releaseVerifyFlags> = {
   path: ["release", "verify"],
   summary:
     "Verify a release directory as a joiner would: the manifest's signatures, release and paths, then every file's size and SHA-256.",
   positionals: [{ name: "DIR", description: "the release directory" }],
-  flags: {
-    release: { type: "string", value: "VERSION", description: "the release the manifest must name", required: true },
-    "trusted-key": {
-      type: "string",
-      multiple: true,
-      value: "FILE",
-      description: "a trusted release public key, PEM",
-      required: true,
-    },
-    threshold: { type: "string", value: "N", description: "distinct trusted keys that must have signed (default 1)" },
-    "allow-extra-files": { type: "boolean", description: "accept files the manifest does not list" },
-  },
+  flags: releaseVerifyFlags,
   examples: [
     {
       comment: "check a release as a joiner would",
@@ -93,8 +99,46 @@ export const releaseVerify: CommandSpec = {
   load: async () => (await import("../actions/release.js")).runReleaseVerify,
 };
 
+const releaseDownloadFlags = defineFlags({
+  identity: {
+    type: "string",
+    value: "DIR",
+    description: "the machine directory: download its registration's upgrade",
+  },
+  source: {
+    type: "string",
+    value: "URL",
+    description: "an HTTPS mirror's URL of the release directory, instead of --identity",
+  },
+  release: {
+    type: "string",
+    value: "VERSION",
+    description: "the release to download (with --source; required there)",
+  },
+  dest: {
+    type: "string",
+    value: "DIR",
+    description: "where to build the release (default with --identity: DIR/release/<version>)",
+  },
+  "trusted-key": {
+    type: "string",
+    multiple: true,
+    value: "FILE",
+    description: "a trusted release public key, PEM",
+    required: true,
+  },
+  threshold: { type: "string", value: "N", description: "distinct trusted keys that must have signed (default 1)" },
+  "mirror-ca": { type: "string", value: "FILE", description: "CA certificate (PEM) of a mirror with a private CA" },
+  proxy: {
+    type: "string",
+    value: "URL",
+    description:
+      "the HTTP proxy to reach a release mirror through, http://[user:password@]host[:port] (default: HTTPS_PROXY and NO_PROXY; never used for the founder)",
+  },
+});
+
 /** `release download`. */
-export const releaseDownload: CommandSpec = {
+export const releaseDownload: CommandSpec<typeof releaseDownloadFlags> = {
   path: ["release", "download"],
   summary: "Download and verify a release: the upgrade of this machine's registration, or a release from a mirror.",
   details: [
@@ -104,43 +148,7 @@ export const releaseDownload: CommandSpec = {
     "Resumable: after Ctrl-C (exit 130) or a failed download (exit 16) the .partial files stay",
     "and the next run continues where it stopped.",
   ].join("\n"),
-  flags: {
-    identity: {
-      type: "string",
-      value: "DIR",
-      description: "the machine directory: download its registration's upgrade",
-    },
-    source: {
-      type: "string",
-      value: "URL",
-      description: "an HTTPS mirror's URL of the release directory, instead of --identity",
-    },
-    release: {
-      type: "string",
-      value: "VERSION",
-      description: "the release to download (with --source; required there)",
-    },
-    dest: {
-      type: "string",
-      value: "DIR",
-      description: "where to build the release (default with --identity: DIR/release/<version>)",
-    },
-    "trusted-key": {
-      type: "string",
-      multiple: true,
-      value: "FILE",
-      description: "a trusted release public key, PEM",
-      required: true,
-    },
-    threshold: { type: "string", value: "N", description: "distinct trusted keys that must have signed (default 1)" },
-    "mirror-ca": { type: "string", value: "FILE", description: "CA certificate (PEM) of a mirror with a private CA" },
-    proxy: {
-      type: "string",
-      value: "URL",
-      description:
-        "the HTTP proxy to reach a release mirror through, http://[user:password@]host[:port] (default: HTTPS_PROXY and NO_PROXY; never used for the founder)",
-    },
-  },
+  flags: releaseDownloadFlags,
   examples: [
     {
       comment: "the upgrade this machine's registration names",

@@ -8,10 +8,21 @@
  * @module
  */
 
-import { SECRETS_FLAG, type CommandSpec } from "../args.js";
+import { defineFlags, SECRETS_FLAG, type CommandSpec } from "../args.js";
+
+const statusFlags = defineFlags({
+  identity: {
+    type: "string",
+    value: "DIR",
+    description: "the machine directory, as given to register",
+    required: true,
+  },
+  "write-delivery": { type: "boolean", description: "write the delivery, if the view carries one, to DIR/delivery" },
+  secrets: SECRETS_FLAG,
+});
 
 /** `status`. */
-export const status: CommandSpec = {
+export const status: CommandSpec<typeof statusFlags> = {
   path: ["status"],
   summary: "Show this machine's registration: one GET of its view, pinned to the saved session and key.",
   details: [
@@ -20,16 +31,7 @@ export const status: CommandSpec = {
     "carries is written: its public files and the node key to DIR/delivery (0600), each secret",
     "where --secrets FILE says (as register --wait does).",
   ].join("\n"),
-  flags: {
-    identity: {
-      type: "string",
-      value: "DIR",
-      description: "the machine directory, as given to register",
-      required: true,
-    },
-    "write-delivery": { type: "boolean", description: "write the delivery, if the view carries one, to DIR/delivery" },
-    secrets: SECRETS_FLAG,
-  },
+  flags: statusFlags,
   examples: [
     { comment: "where the registration stands", command: "stratum-join status --identity /var/lib/stratum-join" },
     {

@@ -7,10 +7,12 @@
  * @module
  */
 
-import type { CommandSpec } from "../args.js";
+import { defineFlags, type CommandSpec } from "../args.js";
+
+const unsealFlags = defineFlags({});
 
 /** `unseal`. */
-export const unseal: CommandSpec = {
+export const unseal: CommandSpec<typeof unsealFlags> = {
   path: ["unseal"],
   summary: "Unseal a secret sealed to this machine's TPM (the OpenBao unseal key) and print it on stdout.",
   details: [
@@ -22,7 +24,7 @@ export const unseal: CommandSpec = {
     "the withoutTpm fallback is printed as it is, with a warning.",
   ].join("\n"),
   positionals: [{ name: "FILE", description: "the sealed file, e.g. /var/lib/stratum-join/openbao-unseal.sealed" }],
-  flags: {},
+  flags: unsealFlags,
   examples: [
     {
       comment: "at boot: the unseal key straight into the local OpenBao (its /v1/sys/unseal), never in argv",
