@@ -19,4 +19,11 @@ export const MUTATION_TARGETS = Object.freeze({
   "src/transport/http1/fields.ts": ["test/release/http1-framing.test.ts", "test/release/http1.test.ts"],
   "src/node/pinned-http.ts": ["test/node/pinned-http.test.ts"],
   "src/transport/proxy.ts": ["test/release/proxy-env.test.ts", "test/release/proxy.test.ts"],
+  "src/protocol/pki.ts": [
+    "test/protocol/pki-rules.test.ts",
+    "test/protocol/pki-listener.test.ts",
+    "test/protocol/pki-forms.test.ts",
+    "test/node/pki.test.ts",
+  ],
+  "src/protocol/founder-time.ts": ["test/protocol/pki-rules.test.ts"],
 });

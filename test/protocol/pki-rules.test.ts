@@ -256,8 +256,26 @@ describe("founderNow", () => {
   it("measures the offset from an RFC 3339 serverTime only", () => {
     expect(measureClockOffset("2026-01-01T00:05:00Z", Date.parse("2026-01-01T00:00:00Z"))).toBe(5 * MINUTE);
     expect(measureClockOffset("2026-01-01T01:00:00.5+01:00", Date.parse("2026-01-01T00:00:00Z"))).toBe(500);
-    for (const bad of ["2026-01-01", "Thu, 01 Jan 2026 00:00:00 GMT", "2026-01-01T00:00:00", ""]) {
-      expect(() => measureClockOffset(bad, 0)).toThrow(expect.objectContaining({ name: "ResponseValidationError" }));
+    // Up to nine fraction digits (nanoseconds, as Go writes them); the clock keeps the milliseconds.
+    expect(measureClockOffset("2026-01-01T00:00:00.123456789Z", Date.parse("2026-01-01T00:00:00Z"))).toBe(123);
+    expect(measureClockOffset("2026-01-01t00:00:00.12z", Date.parse("2026-01-01T00:00:00Z"))).toBe(120);
+    // "+002026-…" is an ECMAScript extended year Date.parse reads, not an RFC 3339 date-time.
+    for (const bad of [
+      "2026-01-01",
+      "Thu, 01 Jan 2026 00:00:00 GMT",
+      "2026-01-01T00:00:00",
+      "",
+      "+002026-01-01T00:00:00Z",
+      "2026-01-01T00:00:00.1234567890Z",
+    ]) {
+      expect(() => measureClockOffset(bad, 0), bad).toThrow(
+        expect.objectContaining({
+          name: "ResponseValidationError",
+          code: "RESPONSE_INVALID",
+          operation: "POST /v1/join/pake",
+          issues: [{ path: "serverTime", message: "is not an RFC 3339 date-time" }],
+        }),
+      );
     }
   });
 });
