@@ -33,12 +33,11 @@ type ErrorClassName =
   | "StillWaitingError";
 
 /**
- * Every listed code: all of {@link StratumErrorCode} but `HTTP_<status>`, grouped as
- * docs/errors.md groups them. What each means and what a caller does about it: docs/errors.md;
- * the rules behind them: docs/protocol.md#errors.
+ * The API's problem codes (openapi.yaml `ProblemCode`), answered by the founder: the first part
+ * of {@link STRATUM_ERROR_CODES}, and what the problem schema (`src/schemas/problem.ts`) accepts.
+ * @internal
  */
-export const STRATUM_ERROR_CODES = [
-  // The API's problem codes (openapi.yaml `ProblemCode`), answered by the founder.
+export const PROBLEM_CODES = [
   "JOIN_CODE_INVALID",
   "JOIN_BINDING_FAILED",
   "JOIN_CODE_BUSY",
@@ -62,6 +61,15 @@ export const STRATUM_ERROR_CODES = [
   "UNSUPPORTED_MEDIA_TYPE",
   "STORAGE_UNAVAILABLE",
   "INTERNAL",
+] as const;
+
+/**
+ * Every listed code: all of {@link StratumErrorCode} but `HTTP_<status>`, grouped as
+ * docs/errors.md groups them. What each means and what a caller does about it: docs/errors.md;
+ * the rules behind them: docs/protocol.md#errors.
+ */
+export const STRATUM_ERROR_CODES = [
+  ...PROBLEM_CODES,
   // Input refused locally, before anything is sent.
   "JOIN_CODE_MALFORMED",
   "JOIN_URL_MALFORMED",

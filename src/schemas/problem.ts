@@ -3,34 +3,11 @@
  * @module
  */
 import * as z from "zod/mini";
+import { PROBLEM_CODES } from "../errors/codes.js";
 import { int, opt, str } from "./builders.js";
 
 /** `ProblemCode`: what went wrong, for a caller to branch on. */
-export const ProblemCodeSchema = z.enum([
-  "JOIN_CODE_INVALID",
-  "JOIN_BINDING_FAILED",
-  "JOIN_CODE_BUSY",
-  "JOIN_CODE_EXPIRED",
-  "JOIN_CODE_REVOKED",
-  "JOIN_CODE_STALE",
-  "JOIN_PAKE_RESTART",
-  "RELEASE_MISMATCH",
-  "REGISTRATION_REJECTED",
-  "RATE_LIMITED",
-  "UPGRADE_IN_PROGRESS",
-  "RELEASE_BUSY",
-  "INVALID_INPUT",
-  "JOIN_APPROVAL_REFUSED",
-  "JOIN_STATE_CONFLICT",
-  "RANGE_NOT_SATISFIABLE",
-  "UNAUTHORIZED",
-  "FORBIDDEN",
-  "NOT_FOUND",
-  "METHOD_NOT_ALLOWED",
-  "UNSUPPORTED_MEDIA_TYPE",
-  "STORAGE_UNAVAILABLE",
-  "INTERNAL",
-]);
+export const ProblemCodeSchema = z.enum(PROBLEM_CODES);
 
 /** `PolicyIssue`: one finding of a rejected IAM policy document. */
 export const PolicyIssueSchema = z.object({ code: str, statement: int, detail: str, action: opt(str) });
