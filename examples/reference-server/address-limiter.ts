@@ -13,13 +13,18 @@ import { formatIp, parseIp } from "./addresses.js";
 export class AddressLimiter {
   readonly #hits = new Map<string, number[]>();
 
+  /** How many windows (a source and a kind of call) it holds now: what {@link prune} bounds. */
+  get size(): number {
+    return this.#hits.size;
+  }
+
   /**
    * Records a call of `kind` from `address` unless `max` calls were made in the last
    * `windowMs`; returns the seconds until one more is allowed when it is refused.
    */
   hit(address: string, kind: string, max: number, windowMs: number, now: number = Date.now()): number | undefined {
     const key = `${kind} ${address}`;
-    const recent = (this.#hits.get(key) ?? []).filter((t) => t > now - windowMs);
+    const recent = this.#hits.get(key)?.filter((t) => t > now - windowMs) ?? [];
     if (recent.length >= max) {
       this.#hits.set(key, recent);
       return Math.max(1, Math.ceil((recent[0]! + windowMs - now) / 1000));

@@ -175,8 +175,9 @@ export class JoinCodes {
    */
   forPake(selector: string): JoinCodeRow | undefined {
     const now = Date.now();
-    const codes = this.#codesBySelector().get(selector) ?? [];
-    const chosen = codes.find((c) => codeState(c, now) === "live") ?? codes[0];
+    // Newest first, so a live one is first: a selector names one live code at most, and a code
+    // minted after it while it was live would have had to take another selector.
+    const chosen = this.#codesBySelector().get(selector)?.[0];
     if (chosen && chosen.caFingerprint !== this.#context.ca.fingerprint) throw staleCode();
     if (chosen && codeState(chosen, now) === "live" && chosen.attempts >= this.#context.options.limits.maxAttempts) {
       this.countUnproven(new Map([[chosen.id, new Map()]]));

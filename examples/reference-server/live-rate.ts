@@ -65,8 +65,9 @@ export class LiveKe2Rate {
 
   /** Gives a token back: the exchange was proven, or its KE2 was never answered. */
   refund(now = Date.now()): void {
+    // Added before the refill, whose clamp to the burst is then the only one.
+    this.#level += 1;
     this.#refill(now);
-    this.#level = Math.min(this.#o.burst, this.#level + 1);
     this.#pending = Math.max(0, this.#pending - 1);
   }
 

@@ -111,6 +111,20 @@ export class PakeSessions {
     return this.#sessions.size;
   }
 
+  /**
+   * What the exchanges hold in memory now: sessions, connections with a session, budgets with
+   * an exchange outstanding, and codes with unproven ends not written yet. Each falls back to 0
+   * when the exchanges end: what a flood leaves behind is bounded by what is still going.
+   */
+  held(): { sessions: number; connections: number; budgets: number; unwritten: number } {
+    return {
+      sessions: this.#sessions.size,
+      connections: this.#bySocket.size,
+      budgets: this.#outstanding.size,
+      unwritten: this.#unwritten.size,
+    };
+  }
+
   /** Exchanges of `key` outstanding now (a code's id, or `selector:XX`). */
   outstanding(key: string): number {
     return this.#outstanding.get(key) ?? 0;
@@ -180,14 +194,17 @@ export class PakeSessions {
       this.#forget(session);
       this.end(session, false);
     }
-    if (this.#unwritten.size > 0) this.#scheduleWrite();
+    // A write that failed is tried again (writeNow does nothing when nothing waits).
+    this.#scheduleWrite();
   }
 
   /** Ends, unproven, the exchanges of a connection that closed: their KE3 can no longer come. */
   connectionClosed(socketId: string): void {
-    for (const id of this.#bySocket.get(socketId) ?? []) {
-      const session = this.#sessions.get(id);
-      if (!session) continue;
+    const ids = this.#bySocket.get(socketId);
+    if (!ids) return;
+    // Every id a connection holds has its session: #forget removes the two together.
+    for (const id of [...ids]) {
+      const session = this.#sessions.get(id)!;
       this.#forget(session);
       this.end(session, false);
     }
@@ -204,16 +221,8 @@ export class PakeSessions {
       this.#o.onWriteError(error);
       return;
     }
-    // What was written comes off; ends added meanwhile (none: this is synchronous) would stay.
-    for (const [codeId, bySource] of ends) {
-      const left = this.#unwritten.get(codeId);
-      for (const [source, n] of bySource) {
-        const rest = (left?.get(source) ?? 0) - n;
-        if (rest > 0) left!.set(source, rest);
-        else left?.delete(source);
-      }
-      if (left?.size === 0) this.#unwritten.delete(codeId);
-    }
+    // All of it was written: the write is synchronous, so no end came in meanwhile.
+    this.#unwritten.clear();
   }
 
   /**
@@ -230,9 +239,10 @@ export class PakeSessions {
 
   #forget(session: PakeSession): void {
     this.#sessions.delete(session.id);
-    const ids = this.#bySocket.get(session.socketId);
-    ids?.delete(session.id);
-    if (ids?.size === 0) this.#bySocket.delete(session.socketId);
+    // A kept session's connection holds its id (add): the set is there.
+    const ids = this.#bySocket.get(session.socketId)!;
+    ids.delete(session.id);
+    if (ids.size === 0) this.#bySocket.delete(session.socketId);
   }
 
   #free(key: string): void {

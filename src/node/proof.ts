@@ -30,7 +30,7 @@ import type { MachineIdentity } from "./identity.js";
 import { loadOpaque } from "../protocol/opaque.js";
 import { openPinnedConnection, type PinnedConnection, type PinnedResponse } from "./pinned-connection.js";
 import { DEFAULT_CONNECT_TIMEOUT_MS } from "./pinned-socket.js";
-import { CLOCK_TOLERANCE_SECONDS, founderNow } from "../protocol/founder-time.js";
+import { founderNow, pastTolerance } from "../protocol/founder-time.js";
 import { proveCode, sendProof, type Proof } from "./pake-exchange.js";
 
 export type { Proof } from "./pake-exchange.js";
@@ -168,8 +168,6 @@ function isTransportFailure(error: unknown): boolean {
   return error instanceof JoinProtocolError && error.code === "CONNECTION_CHANGED";
 }
 
-const offsetPastTolerance = (ms: number): boolean => Math.abs(ms) > CLOCK_TOLERANCE_SECONDS * 1000;
-
 /**
  * Runs exchanges until one carries the call and its answer verifies, within the call's
  * deadline (see the module's comment for what is waited out and tried again).
@@ -258,7 +256,8 @@ class ExchangeRun {
       if (timeCheck) return undefined;
       return {
         response,
-        proof: { ...proof, clockOffsetMs: this.#authenticatedOffsetMs ?? offset },
+        // the offset the call carried, which the bound answer has now authenticated
+        proof: { ...proof, clockOffsetMs: offset },
         lostPairingKeys: [...this.#lostPairingKeys],
       };
     } catch (error) {
@@ -284,19 +283,19 @@ class ExchangeRun {
     }
     const now = new Date();
     if (proof.listener.validAt(now)) return false;
-    if (!offsetPastTolerance(proof.clockOffsetMs)) proof.listener.assertValidAt(now);
+    if (!pastTolerance(proof.clockOffsetMs)) proof.listener.assertValidAt(now);
     return true;
   }
 
   /**
    * An answer bound to `proof`'s exchange verified: its `serverTime` is the founder's. Past the
-   * tolerance, the leaf is judged by that time (a leaf that passed only by this machine's
+   * tolerance, the leaf is judged by that time (`founderNow`; within it, by this machine's clock) (a leaf that passed only by this machine's
    * wrong clock, or waited for it, is expired or not yet valid in the founder's time).
    * @throws JoinProtocolError `LISTENER_CERTIFICATE` `validity`
    */
   #authenticated(proof: Proof): void {
     const offset = this.#authenticatedOffsetMs ?? proof.clockOffsetMs;
-    if (offsetPastTolerance(offset)) proof.listener.assertValidAt(founderNow(offset));
+    proof.listener.assertValidAt(founderNow(offset));
     this.#authenticatedOffsetMs = offset;
   }
 

@@ -32,12 +32,21 @@ export function measureClockOffset(serverTime: string, receivedAtMs: number): nu
 }
 
 /**
+ * Whether the founder's time is more than {@link CLOCK_TOLERANCE_SECONDS} away from this
+ * machine's (`clockOffsetMs`, the founder's minus this machine's, in ms): only then is this
+ * machine's clock taken for wrong and the founder's used instead. No offset: not past it.
+ * @internal
+ */
+export function pastTolerance(clockOffsetMs: number | undefined): clockOffsetMs is number {
+  return clockOffsetMs !== undefined && Math.abs(clockOffsetMs) > CLOCK_TOLERANCE_SECONDS * 1000;
+}
+
+/**
  * The time certificates are judged at, given the offset measured at the PAKE: this machine's
  * clock (`nowMs`, default now) when the offset is within the tolerance, else that clock
  * corrected by the offset, the founder's time.
  * @internal
  */
 export function founderNow(clockOffsetMs: number | undefined, nowMs: number = Date.now()): Date {
-  const off = clockOffsetMs !== undefined && Math.abs(clockOffsetMs) > CLOCK_TOLERANCE_SECONDS * 1000;
-  return new Date(off ? nowMs + clockOffsetMs : nowMs);
+  return new Date(pastTolerance(clockOffsetMs) ? nowMs + clockOffsetMs : nowMs);
 }

@@ -16,7 +16,7 @@ import type * as X509 from "@peculiar/x509";
 import { StratumError } from "../errors/index.js";
 import { JoinProtocolError, type ListenerCertificateCheck } from "../errors/index.js";
 import { subjectAltNames, subjectPublicKeyInfo, type AltName } from "./certificate-fields.js";
-import { CLOCK_TOLERANCE_SECONDS, founderNow } from "./founder-time.js";
+import { founderNow, pastTolerance } from "./founder-time.js";
 
 /** The URI SAN that marks a leaf as the join listener's. Node transport leaves never carry it. */
 export const LISTENER_ROLE_URI = "urn:stratum:join-listener";
@@ -376,7 +376,7 @@ export function verifyPinnedListener(options: {
       `it is neither the leaf the join proved (another key) nor one the CA issued since (valid from ${new Date(listener.pin.notBeforeMs).toISOString()}, before the proven leaf's ${new Date(pin.notBeforeMs).toISOString()})`,
     );
   }
-  const corrected = clockOffsetMs !== undefined && Math.abs(clockOffsetMs) > CLOCK_TOLERANCE_SECONDS * 1000;
+  const corrected = pastTolerance(clockOffsetMs);
   const founderTime = founderNow(clockOffsetMs);
   if (!listener.validAt(founderTime) && !(corrected && listener.validAt(new Date()))) {
     listener.assertValidAt(founderTime);

@@ -2,10 +2,12 @@
  * The verdict of `npm run test:mutation` (scripts/mutation-gate.mjs) on small reports: what
  * fails a run and what does not, so the gate cannot quietly pass a survivor.
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 // @ts-expect-error: a plain JavaScript module of the scripts, without types
 import { codeSpan, equivalentRow, formatScores, judge, parseEquivalentList } from "../../scripts/mutation-gate.mjs";
+// @ts-expect-error: a plain JavaScript module, which stryker.config.mjs reads too
+import { MUTATION_TARGETS } from "./targets.mjs";
 
 const FILE = "src/core/x.ts";
 /** The mutated file: line n (from 1) reads `if (cn) return;`, so every mutant replaces `cn`. */
@@ -159,10 +161,20 @@ describe("the mutation gate", () => {
     expect(() => parseEquivalentList("| file | where | why |\n| --- | --- | --- |")).toThrow(/columns are/);
   });
 
-  it("the list in the repository reads, each row naming a source file", () => {
+  it("names files that exist: each target's source and the tests that hold it", () => {
+    const targets = Object.entries(MUTATION_TARGETS as Record<string, string[]>);
+    expect(targets.length).toBeGreaterThan(0);
+    for (const [file, tests] of targets) {
+      expect(existsSync(file), file).toBe(true);
+      expect(tests.length, file).toBeGreaterThan(0);
+      for (const test of tests) expect(existsSync(test), `${file}: ${test}`).toBe(true);
+    }
+  });
+
+  it("the list in the repository reads, each row naming a target", () => {
     const listed = parseEquivalentList(readFileSync("test/mutation/equivalent.md", "utf8"));
     expect(listed.length).toBeGreaterThan(0);
-    for (const entry of listed) expect(entry.file).toMatch(/^src\/.+\.ts$/);
+    for (const entry of listed) expect(Object.keys(MUTATION_TARGETS)).toContain(entry.file);
   });
 
   it("prints one line per file with its score", () => {

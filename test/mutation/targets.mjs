@@ -26,4 +26,40 @@ export const MUTATION_TARGETS = Object.freeze({
     "test/node/pki.test.ts",
   ],
   "src/protocol/founder-time.ts": ["test/protocol/pki-rules.test.ts"],
+  "src/node/proof.ts": [
+    "test/node/proof.test.ts",
+    "test/node/founder-time.test.ts",
+    "test/node/unproven-refusals.test.ts",
+    "test/node/deadlines.test.ts",
+    "test/node/attacks.test.ts",
+    "test/node/abort-rule.test.ts",
+  ],
+  "src/node/pake-exchange.ts": [
+    "test/node/proof.test.ts",
+    "test/node/founder-time.test.ts",
+    "test/node/unproven-refusals.test.ts",
+    "test/node/attacks.test.ts",
+    "test/node/forged-answers.test.ts",
+  ],
+  // the founder's attempt counting (docs/protocol.md#attempts, #live-rate, #listener-limits)
+  "examples/reference-server/join-codes.ts": [
+    "test/reference-server/attempt-rules.test.ts",
+    "test/reference-server/pake-rules.test.ts",
+    "test/reference-server/admin.test.ts",
+    "test/reference-server/pake.test.ts",
+  ],
+  "examples/reference-server/pake-sessions.ts": [
+    "test/reference-server/attempt-rules.test.ts",
+    "test/reference-server/attempts-crash.test.ts",
+  ],
+  "examples/reference-server/join-pake.ts": [
+    "test/reference-server/attempt-rules.test.ts",
+    "test/reference-server/pake-rules.test.ts",
+    "test/reference-server/pake.test.ts",
+  ],
+  "examples/reference-server/live-rate.ts": ["test/reference-server/attempt-rules.test.ts"],
+  "examples/reference-server/address-limiter.ts": [
+    "test/reference-server/attempt-rules.test.ts",
+    "test/reference-server/ipv6-sources.test.ts",
+  ],
 });

@@ -52,6 +52,8 @@ export interface Call {
   n: number;
   req: IncomingMessage;
   res: ServerResponse;
+  /** The request's body, parsed (undefined when it had none). */
+  body: any;
   /** The honest answer to this call (for a KE3 call: verified, bound, registered). */
   honest(): Promise<Answer>;
 }
@@ -160,6 +162,8 @@ export interface FakeListener {
   inventories: Map<string, Inventory | undefined>;
   /** How many registrations it holds. */
   registrationCount(): number;
+  /** How many TCP connections it has open now. */
+  openConnections(): Promise<number>;
   /** Restores honest behaviour and zeroes the counters. */
   resetBehaviour(): void;
   /** Records a registration for `identity` without a PAKE and returns the session a joiner would keep. */
@@ -339,7 +343,7 @@ export async function startFakeListener(
         const body = await readBody(req);
         const n = ++listener.calls[route];
         const behaviour = listener.behave[route] ?? ((call: Call) => call.honest());
-        const outcome = await behaviour({ route, n, req, res, honest: () => honest(route, req, res, body, url) });
+        const outcome = await behaviour({ route, n, req, res, body, honest: () => honest(route, req, res, body, url) });
         if (outcome !== "handled" && !res.destroyed) send(res, outcome);
       })().catch((error: unknown) => {
         if (process.env.FAKE_DEBUG) console.error("fake listener", error);
@@ -366,6 +370,10 @@ export async function startFakeListener(
     answerServerTime: undefined,
     inventories: new Map(),
     registrationCount: () => registrations.size,
+    openConnections: () =>
+      new Promise<number>((resolve, reject) =>
+        server.getConnections((error, n) => (error ? reject(error) : resolve(n))),
+      ),
     resetBehaviour() {
       listener.behave = {};
       listener.answerServerTime = undefined;

@@ -5,7 +5,12 @@
 import { X509Certificate } from "node:crypto";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { JoinProtocolError } from "../../src/errors/join.js";
-import { CLOCK_TOLERANCE_SECONDS, founderNow, measureClockOffset } from "../../src/protocol/founder-time.js";
+import {
+  CLOCK_TOLERANCE_SECONDS,
+  founderNow,
+  measureClockOffset,
+  pastTolerance,
+} from "../../src/protocol/founder-time.js";
 import {
   inspectListenerCertificate,
   spkiFingerprint,
@@ -235,6 +240,15 @@ describe("verifyPinnedListener", () => {
       );
       expect(error.check).toBe("chain");
     }
+  });
+});
+
+describe("pastTolerance", () => {
+  it("is true only more than the tolerance away, either way; never without an offset", () => {
+    for (const offset of [undefined, 0, 1, -1, TOLERANCE_MS - 1, TOLERANCE_MS, -TOLERANCE_MS])
+      expect(pastTolerance(offset), String(offset)).toBe(false);
+    for (const offset of [TOLERANCE_MS + 1, -TOLERANCE_MS - 1, 95 * DAY, -10 * 365 * DAY])
+      expect(pastTolerance(offset), String(offset)).toBe(true);
   });
 });
 

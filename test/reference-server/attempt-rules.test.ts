@@ -2,7 +2,8 @@
 // mint (docs/protocol.md#attempts, #live-rate, #listener-limits): what a guesser of a live code
 // gets, counted exactly, and never two live codes behind one selector.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AddressLimiter, sourceOf } from "../../examples/reference-server/address-limiter.js";
+import type { Socket } from "node:net";
+import { AddressLimiter, peerAddress, sourceOf } from "../../examples/reference-server/address-limiter.js";
 import { LiveKe2Rate } from "../../examples/reference-server/live-rate.js";
 import {
   PakeSessions,
@@ -127,6 +128,166 @@ describe("a code's outstanding exchanges", () => {
   });
 });
 
+describe("the exchanges waiting for their KE3", () => {
+  const live: Budget = { key: "jc-1", counted: 0, countable: true };
+  const flush = () => new Promise((r) => setImmediate(r));
+
+  it("end unproven when their session expires: at its expiry, not a millisecond before", async () => {
+    const { s, written } = sessions();
+    const early = { ...session(s.reserve(live)!.budget), expiresAt: 1_000 };
+    const late = { ...session(s.reserve(live)!.budget), expiresAt: 2_000 };
+    s.add(early);
+    s.add(late);
+    s.expire(999);
+    expect([s.size, s.outstanding("jc-1")]).toEqual([2, 2]);
+    s.expire(1_000);
+    expect([s.size, s.outstanding("jc-1")]).toEqual([1, 1]);
+    expect(s.take(early.id, early.socketId, early.keyFingerprint)).toBeUndefined();
+    await flush();
+    expect(written).toEqual([new Map([["jc-1", new Map([["192.0.2.1", 1]])]])]);
+  });
+
+  it("end unproven when their connection closes, that connection's only", async () => {
+    const { s, written } = sessions();
+    const a = session(s.reserve(live)!.budget);
+    const b = { ...session(s.reserve(live)!.budget), socketId: a.socketId };
+    const other = session(s.reserve(live)!.budget, "192.0.2.2");
+    for (const x of [a, b, other]) s.add(x);
+    s.connectionClosed("socket-none");
+    expect(s.size).toBe(3);
+    s.connectionClosed(a.socketId);
+    expect([s.size, s.outstanding("jc-1")]).toEqual([1, 1]);
+    // A second close of the same connection finds nothing more to end.
+    s.connectionClosed(a.socketId);
+    await flush();
+    expect(written).toEqual([new Map([["jc-1", new Map([["192.0.2.1", 2]])]])]);
+    expect(s.take(other.id, other.socketId, other.keyFingerprint)).toBe(other);
+  });
+
+  it("are taken once, and only by their connection and key; a stranger's try leaves the exchange waiting", () => {
+    const { s } = sessions();
+    const a = session(s.reserve(live)!.budget);
+    const b = { ...session(s.reserve(live)!.budget), socketId: a.socketId };
+    s.add(a);
+    s.add(b);
+    expect(s.take(a.id, "socket-stranger", a.keyFingerprint)).toBeUndefined();
+    expect(s.take(a.id, a.socketId, "CD")).toBeUndefined();
+    expect(s.take("ps-unknown", a.socketId, a.keyFingerprint)).toBeUndefined();
+    expect(s.size).toBe(2);
+    expect(s.take(a.id, a.socketId, a.keyFingerprint)).toBe(a);
+    expect(s.take(a.id, a.socketId, a.keyFingerprint)).toBeUndefined();
+    expect(s.size).toBe(1);
+    // The taken one is no longer the connection's: its close ends the other exchange only.
+    s.connectionClosed(a.socketId);
+    expect(s.size).toBe(0);
+  });
+
+  it("write what a failed write kept with the next one, once; told each failure", async () => {
+    let failing = true;
+    const written: UnprovenEnds[] = [];
+    const failures: unknown[] = [];
+    const s = new PakeSessions({
+      maxAttempts: MAX,
+      writeUnproven: (ends) => {
+        if (failing) throw new Error("disk full");
+        written.push(ends);
+      },
+      onWriteError: (error) => failures.push(error),
+    });
+    for (const source of ["192.0.2.1", "192.0.2.1", "192.0.2.9"])
+      s.end(session(s.reserve(live)!.budget, source), false);
+    await flush();
+    expect(written).toEqual([]);
+    expect(failures).toEqual([new Error("disk full")]);
+    failing = false;
+    // The expiry sweep retries a failed write.
+    s.expire(Date.now());
+    await flush();
+    expect(written).toEqual([
+      new Map([
+        [
+          "jc-1",
+          new Map([
+            ["192.0.2.1", 2],
+            ["192.0.2.9", 1],
+          ]),
+        ],
+      ]),
+    ]);
+    // Nothing is left to write: neither the sweep nor a shutdown writes it again.
+    s.expire(Date.now());
+    await flush();
+    s.writeNow();
+    expect(written).toHaveLength(1);
+    expect(slotsOf(s, live)).toBe(MAX);
+  });
+
+  it("stop for good at close: what ended is written, what waits is dropped uncounted, and nothing counts after", async () => {
+    const { s, written, proven } = sessions();
+    s.end(session(s.reserve(live)!.budget), false);
+    const waiting = session(s.reserve(live)!.budget);
+    s.add(waiting);
+    s.close();
+    expect(written).toEqual([new Map([["jc-1", new Map([["192.0.2.1", 1]])]])]);
+    expect([s.size, s.outstanding("jc-1")]).toEqual([0, 0]);
+    expect(s.reserve(live)).toBeUndefined();
+    expect(s.reserve({ key: "selector:7Q", counted: 0, countable: false })).toBeUndefined();
+    s.connectionClosed(waiting.socketId);
+    s.end(waiting, false);
+    s.end(waiting, true);
+    s.writeNow();
+    await flush();
+    expect(written).toHaveLength(1);
+    expect(proven).toEqual([]);
+  });
+});
+
+describe("what the exchanges hold", () => {
+  const live: Budget = { key: "jc-1", counted: 0, countable: true };
+  const flush = () => new Promise((r) => setImmediate(r));
+
+  it("falls back to nothing once every exchange has ended, however it ended", async () => {
+    // No callbacks given: a proven end and an unproven one need none.
+    const written: UnprovenEnds[] = [];
+    const s = new PakeSessions({ maxAttempts: MAX, writeUnproven: (e) => written.push(e), onWriteError: () => {} });
+    const a = session(s.reserve(live)!.budget);
+    const b = { ...session(s.reserve(live)!.budget), socketId: a.socketId };
+    const c = session(s.reserve({ key: "selector:7Q", counted: 0, countable: false })!.budget);
+    const d = { ...session(s.reserve(live)!.budget), expiresAt: 0 };
+    for (const x of [a, b, c, d]) s.add(x);
+    expect(s.held()).toEqual({ sessions: 4, connections: 3, budgets: 2, unwritten: 0 });
+    s.end(s.take(a.id, a.socketId, a.keyFingerprint)!, true);
+    expect(s.held()).toEqual({ sessions: 3, connections: 3, budgets: 2, unwritten: 0 });
+    s.end(s.take(b.id, b.socketId, b.keyFingerprint)!, false);
+    expect(s.held()).toEqual({ sessions: 2, connections: 2, budgets: 2, unwritten: 1 });
+    s.connectionClosed(c.socketId);
+    s.expire(1);
+    expect(s.held()).toEqual({ sessions: 0, connections: 0, budgets: 0, unwritten: 1 });
+    await flush();
+    expect(s.held()).toEqual({ sessions: 0, connections: 0, budgets: 0, unwritten: 0 });
+    expect(written).toEqual([new Map([["jc-1", new Map([["192.0.2.1", 2]])]])]);
+  });
+
+  it("writes nothing after close, not even a write scheduled before it", async () => {
+    let failing = true;
+    const written: UnprovenEnds[] = [];
+    const s = new PakeSessions({
+      maxAttempts: MAX,
+      writeUnproven: (ends) => {
+        if (failing) throw new Error("disk full");
+        written.push(ends);
+      },
+      onWriteError: () => {},
+    });
+    // The end schedules a write; close writes at once, and fails; the disk then recovers.
+    s.end(session(s.reserve(live)!.budget), false);
+    s.close();
+    failing = false;
+    await flush();
+    expect(written).toEqual([]);
+  });
+});
+
 describe("the founder-wide live KE2 rate", () => {
   it("answers `burst` at once, then one per 60/perMinute s: none a millisecond early, one exactly on time", () => {
     const spent: number[] = [];
@@ -164,6 +325,40 @@ describe("the founder-wide live KE2 rate", () => {
   });
 });
 
+describe("the founder-wide live KE2 rate, given back", () => {
+  it("counts only exchanges that took a token: a refund or spend with none going leaves the next one going", () => {
+    for (const end of ["refund", "spend"] as const) {
+      const rate = new LiveKe2Rate({ burst: 1, perMinute: 1 }, 0);
+      expect(rate.take(0)).toBe(true);
+      rate.refund(0);
+      // Nothing is going now; one more end of either kind must not count below none.
+      rate[end](0);
+      expect(rate.take(0)).toBe(true);
+      expect(rate.take(0)).toBe(false);
+      // That exchange is still going: a refused KE1 is not sent to wait for the refill.
+      expect(rate.secondsUntilToken(0), end).toBe(0);
+      rate.spend();
+      expect(rate.secondsUntilToken(0), end).toBe(60);
+    }
+  });
+
+  it("tells onSpent when a bucket that starts empty is first asked (a burst under 1)", () => {
+    const spent: number[] = [];
+    const rate = new LiveKe2Rate({ burst: 0, perMinute: 1, onSpent: () => spent.push(1) }, 0);
+    expect(rate.hasToken(0)).toBe(false);
+    expect(spent).toEqual([1]);
+  });
+
+  it("asks no wait while a token is there", () => {
+    const rate = new LiveKe2Rate({ burst: 2, perMinute: 1 }, 0);
+    expect(rate.secondsUntilToken(0)).toBe(0);
+    expect(rate.take(0)).toBe(true);
+    rate.spend();
+    // One token left, none going.
+    expect(rate.secondsUntilToken(0)).toBe(0);
+  });
+});
+
 describe("the per-address limit", () => {
   it("takes `max` calls in the window, refuses the next until the first leaves it, and forgets a call taken back", () => {
     const limiter = new AddressLimiter();
@@ -181,12 +376,52 @@ describe("the per-address limit", () => {
     expect(hit(10_000)).toBeUndefined();
   });
 
+  it("forgets windows that have passed, keeping the calls still in theirs", () => {
+    const limiter = new AddressLimiter();
+    expect(limiter.hit("192.0.2.1", "call", 2, 10_000, 0)).toBeUndefined();
+    expect(limiter.hit("192.0.2.1", "call", 2, 10_000, 6_000)).toBeUndefined();
+    expect(limiter.hit("192.0.2.2", "call", 2, 10_000, 0)).toBeUndefined();
+    expect(limiter.size).toBe(2);
+    limiter.prune(10_000, 10_000);
+    // 192.0.2.2's only call left its window at 10 000; 192.0.2.1 keeps its call at 6 000.
+    expect(limiter.size).toBe(1);
+    expect(limiter.hit("192.0.2.1", "call", 2, 10_000, 10_000)).toBeUndefined();
+    expect(limiter.hit("192.0.2.1", "call", 2, 10_000, 10_000)).toBe(6);
+    limiter.prune(10_000, 20_000);
+    expect(limiter.size).toBe(0);
+  });
+
+  it("takes back only the call recorded at that time, the first one too", () => {
+    const limiter = new AddressLimiter();
+    expect(limiter.hit("192.0.2.1", "call", 1, 10_000, 5)).toBeUndefined();
+    limiter.forget("192.0.2.1", "call", 4);
+    limiter.forget("192.0.2.9", "call", 5);
+    limiter.forget("192.0.2.1", "registration", 5);
+    expect(limiter.hit("192.0.2.1", "call", 1, 10_000, 6)).toBe(10);
+    limiter.forget("192.0.2.1", "call", 5);
+    expect(limiter.hit("192.0.2.1", "call", 1, 10_000, 6)).toBeUndefined();
+  });
+
+  it("reads the caller's address with an IPv4-mapped IPv6 one written as IPv4", () => {
+    const of = (remoteAddress: string | undefined) => peerAddress({ remoteAddress } as Socket);
+    expect(of("::ffff:192.0.2.1")).toBe("192.0.2.1");
+    expect(of("2001:db8::ffff:1")).toBe("2001:db8::ffff:1");
+    expect(of("192.0.2.1")).toBe("192.0.2.1");
+    expect(of(undefined)).toBe("");
+  });
+
   it("counts an IPv6 source by its prefix, IPv4 by its address", () => {
     expect(sourceOf("2001:db8:1:2:aaaa::1", 64)).toBe("2001:db8:1:2::/64");
     expect(sourceOf("2001:db8:1:2:ffff::9", 64)).toBe("2001:db8:1:2::/64");
     expect(sourceOf("2001:db8:1:3::1", 64)).toBe("2001:db8:1:3::/64");
     expect(sourceOf("2001:db8:1:2::1", 128)).toBe("2001:db8:1:2::1");
+    expect(sourceOf("2001:db8:1:2::1", 127)).toBe("2001:db8:1:2::/127");
+    expect(sourceOf("2001:db8:1:2::3", 127)).toBe("2001:db8:1:2::2/127");
+    expect(sourceOf("2001:db8:1:2::1", 48)).toBe("2001:db8:1::/48");
+    expect(sourceOf("2001:db8:1:2::1", 0)).toBe("::/0");
     expect(sourceOf("192.0.2.7", 64)).toBe("192.0.2.7");
+    expect(sourceOf("192.0.2.7", 0)).toBe("192.0.2.7");
+    expect(sourceOf("not-an-address", 64)).toBe("not-an-address");
   });
 });
 
@@ -222,9 +457,15 @@ describe("a founder's join codes", () => {
       ["192.0.2.1", 9],
       ["2001:db8:1:2::/64", 1],
     ]);
-    // A burned code counts nothing more.
+    // A burned code counts nothing more; nor does a code that is gone or ended.
     expect(cluster.countUnproven(new Map([[id, new Map([["192.0.2.1", 1]])]]))).toEqual([]);
     expect(cluster.store.getCode(id)!.attempts).toBe(10);
+    expect(cluster.countUnproven(new Map([["jc-unknown", new Map([["192.0.2.1", 1]])]]))).toEqual([]);
+    const other = (await mint()).joinCode.id;
+    cluster.revokeCode("test", other);
+    expect(cluster.countUnproven(new Map([[other, new Map([["192.0.2.1", 3]])]]))).toEqual([]);
+    expect(cluster.store.getCode(other)).toMatchObject({ attempts: 0, revokedBy: "test" });
+    expect(cluster.store.attemptSources(other)).toEqual([]);
   });
 
   it("never give two mints racing for the last free selector the same one: the re-check inside the mint's transaction refuses the second", async () => {
@@ -262,6 +503,12 @@ describe("a founder's join codes", () => {
     expect((lost[0] as PromiseRejectedResult).reason).toMatchObject({ status: 409, code: "JOIN_STATE_CONFLICT" });
     const live = cluster.store.liveCodes(Date.now()).filter((c) => c.selector === free);
     expect(live).toHaveLength(1);
+    // Every selector taken now: a mint is refused at once, saying why.
+    const full = await mint().catch((e: unknown) => e);
+    expect(full).toMatchObject({ status: 409, code: "JOIN_STATE_CONFLICT" });
+    expect((full as Error & { detail?: string }).detail).toBe(
+      "No free selector: too many live join codes. Revoke some first.",
+    );
   });
 });
 

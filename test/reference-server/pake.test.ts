@@ -59,7 +59,10 @@ describe("POST /v1/join/pake", () => {
     const garbage = await joiner.call("startJoinPake", "POST", "/v1/join/pake", {
       json: { selector: minted.joinCode.selector, ke1: "AAAA" },
     });
-    expect(garbage.json).toMatchObject({ code: "INVALID_INPUT", errors: [{ field: "ke1" }] });
+    expect(garbage.json).toMatchObject({
+      code: "INVALID_INPUT",
+      errors: [{ field: "ke1", message: "is not an OPAQUE KE1 message" }],
+    });
     expect((await codeInfo(minted.joinCode.id)).attempts).toBe(0);
   });
 });
@@ -73,7 +76,10 @@ describe("the KE3 call", () => {
     expect((await joiner.sendProof("code-checks", { release: "0.6.0" }, exchange)).response.status).toBe(200);
     const replay = await joiner.sendProof("code-checks", { release: "0.6.0" }, exchange);
     expect(replay.response.status).toBe(409);
-    expect(replay.response.json).toMatchObject({ code: "JOIN_PAKE_RESTART" });
+    expect(replay.response.json).toMatchObject({
+      code: "JOIN_PAKE_RESTART",
+      detail: "No waiting PAKE exchange of this key on this connection; start again with POST /v1/join/pake.",
+    });
   });
 
   it("refuses a session from another connection or key, without spending it", async () => {
@@ -105,7 +111,10 @@ describe("the KE3 call", () => {
     const joiner = await TestJoiner.create(t.server);
     const badKe3 = await joiner.prove(minted.code, "code-checks", { release: "0.6.0" }, { ke3: "AAAA" });
     expect(badKe3.response.status).toBe(401);
-    expect(badKe3.response.json).toMatchObject({ code: "JOIN_CODE_INVALID" });
+    expect(badKe3.response.json).toMatchObject({
+      code: "JOIN_CODE_INVALID",
+      detail: "The join code was not proven: mistyped, or not this cluster's.",
+    });
     expect(badKe3.response.headers["join-binding"]).toBeUndefined();
     expect((await codeInfo(minted.joinCode.id)).attempts).toBe(1);
     const badBinding = await joiner.prove(
@@ -116,7 +125,11 @@ describe("the KE3 call", () => {
     );
     // KE3 verified, so the code was proven: the binding failing means a relayed connection.
     expect(badBinding.response.status).toBe(401);
-    expect(badBinding.response.json).toMatchObject({ code: "JOIN_BINDING_FAILED" });
+    expect(badBinding.response.json).toMatchObject({
+      code: "JOIN_BINDING_FAILED",
+      detail:
+        "The join code was proven, but not over this TLS connection: something between the machine and the listener relays it.",
+    });
     expect(badBinding.response.headers["join-binding"]).toBeUndefined();
     const noBinding = await joiner.prove(minted.code, "code-checks", { release: "0.6.0" }, { binding: null });
     expect(noBinding.response.json).toMatchObject({ code: "JOIN_BINDING_FAILED" });
@@ -147,7 +160,10 @@ describe("the KE3 call", () => {
     const joiner = await TestJoiner.create(t.server);
     const answer = await joiner.register(minted.code);
     expect(answer.response.status).toBe(401);
-    expect(answer.response.json).toMatchObject({ code: "JOIN_CODE_EXPIRED" });
+    expect(answer.response.json).toMatchObject({
+      code: "JOIN_CODE_EXPIRED",
+      detail: "The join code has expired; mint a new one.",
+    });
     expect(answer.serverBindingOk).toBe(true);
   });
 
@@ -170,6 +186,7 @@ describe("the KE3 call", () => {
     const answer = await joiner.register(minted.code);
     expect(answer.response.json).toMatchObject({
       code: "JOIN_CODE_REVOKED",
+      detail: "The join code was revoked.",
       details: { revokedBy: "bootstrap-admin" },
     });
   });
@@ -227,7 +244,10 @@ describe("a CA rotation", () => {
     const joiner = await TestJoiner.create(t.server);
     const stale = await joiner.pake(minted.code);
     expect(stale.response.status).toBe(401);
-    expect(stale.response.json).toMatchObject({ code: "JOIN_CODE_STALE" });
+    expect(stale.response.json).toMatchObject({
+      code: "JOIN_CODE_STALE",
+      detail: "The join code was minted under a cluster CA that has since rotated; mint a new one.",
+    });
     // The new code works, and the listener's leaf chains to the new CA (checked by the helper).
     const ok = await joiner.register(fresh.code);
     expect(ok.response.status).toBe(201);
