@@ -9,27 +9,13 @@ import { createMachineIdentity } from "../../src/node/identity.js";
 import { parseJoinSession, serializeJoinSession } from "../../src/node/join-session.js";
 import { registerMachine } from "../../src/node/join-calls.js";
 import { getRegistration } from "../../src/node/registration.js";
-import {
-  createClusterCa,
-  issueListenerCertificate,
-  type ClusterCa,
-  type IssuedCertificate,
-} from "../../src/server/index.js";
+import { createClusterCa, issueListenerCertificate, type ClusterCa } from "../../src/server/index.js";
+import { leafIssuedAt } from "../helpers/pki.js";
 import { startFakeListener, type FakeListener } from "./fake-listener.js";
 import { startTlsRelay } from "./relay.js";
 
 const MINUTE = 60_000;
 const DAY = 1_440 * MINUTE;
-
-/** A listener leaf of `ca` issued when the clock said `at` (validity: `at` − 5 min to `at` + `days`). */
-async function leafIssuedAt(ca: ClusterCa, at: number, days = 1): Promise<IssuedCertificate> {
-  vi.useFakeTimers({ toFake: ["Date"], now: at });
-  try {
-    return await issueListenerCertificate(ca, { hosts: ["127.0.0.1"], validDays: days });
-  } finally {
-    vi.useRealTimers();
-  }
-}
 
 describe("at the PAKE: a relay with an expired leaf of the cluster's CA and a forged serverTime", () => {
   let founder: FakeListener;

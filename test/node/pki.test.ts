@@ -1,7 +1,6 @@
 import { createHash, X509Certificate } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { createMachineIdentity } from "../../src/node/identity.js";
-import { JoinProtocolError } from "../../src/errors/join.js";
 import {
   caFingerprint,
   ipBytes,
@@ -10,23 +9,13 @@ import {
   verifyListenerCertificate,
 } from "../../src/protocol/pki.js";
 import { loadX509 } from "../../src/protocol/x509.js";
+import { listenerRefusal as rejection } from "../helpers/pki.js";
 import { createClusterCa, issueListenerCertificate, issueNodeCertificate } from "../../src/server/ca.js";
 import { StratumError } from "../../src/errors/index.js";
 
 const x509 = await loadX509();
 
 const DAY = 86_400_000;
-
-function rejection(fn: () => void): JoinProtocolError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(JoinProtocolError);
-    expect((error as JoinProtocolError).code).toBe("LISTENER_CERTIFICATE");
-    return error as JoinProtocolError;
-  }
-  throw new Error("expected verifyListenerCertificate to throw");
-}
 
 function sanOf(der: Uint8Array) {
   return new x509.X509Certificate(new Uint8Array(der))

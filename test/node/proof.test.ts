@@ -16,8 +16,9 @@ import {
 import { createMachineIdentity, type MachineIdentity } from "../../src/node/identity.js";
 import { checkJoinCode, registerMachine } from "../../src/node/join-calls.js";
 import { proveAndCall, readTarget, type ProveOptions, type ProvenCall } from "../../src/node/proof.js";
-import { createClusterCa, issueListenerCertificate } from "../../src/server/index.js";
+import { createClusterCa } from "../../src/server/index.js";
 import { eventually } from "../helpers/eventually.js";
+import { leafIssuedAt } from "../helpers/pki.js";
 import { bound, problem, reset, sequence, stall, startFakeListener, type FakeListener } from "./fake-listener.js";
 
 const MINUTE = 60_000;
@@ -342,13 +343,7 @@ describe("the founder's time, decided by the proof", () => {
   let identity: MachineIdentity;
   beforeAll(async () => {
     const ca = await createClusterCa();
-    vi.useFakeTimers({ toFake: ["Date"], now: Date.now() + 2 * DAY });
-    let leaf;
-    try {
-      leaf = await issueListenerCertificate(ca, { hosts: ["127.0.0.1"], validDays: 30 });
-    } finally {
-      vi.useRealTimers();
-    }
+    const leaf = await leafIssuedAt(ca, Date.now() + 2 * DAY, 30);
     listener = await startFakeListener({ pki: { ca, leaf }, clock: () => Date.now() + 2 * DAY });
     identity = await createMachineIdentity();
   });

@@ -4,26 +4,15 @@
 // the validity dates taken inclusively.
 import { X509Certificate } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { JoinProtocolError } from "../../src/errors/join.js";
 import { inspectListenerCertificate, verifyListenerCertificate } from "../../src/protocol/pki.js";
 import { loadX509 } from "../../src/protocol/x509.js";
 import { createClusterCa, issueListenerCertificate, type ClusterCa } from "../../src/server/ca.js";
 import type * as X509 from "@peculiar/x509";
+import { listenerRefusal as refusal } from "../helpers/pki.js";
 
 const x509 = await loadX509();
 const HOST = "127.0.0.1";
 const EC = { name: "ECDSA", namedCurve: "P-256" } as const;
-
-function refusal(fn: () => void): JoinProtocolError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(JoinProtocolError);
-    expect((error as JoinProtocolError).code).toBe("LISTENER_CERTIFICATE");
-    return error as JoinProtocolError;
-  }
-  throw new Error("expected a LISTENER_CERTIFICATE refusal");
-}
 
 /** A leaf `ca` signs with exactly `extensions` (no others), valid from an hour ago for a day. */
 async function leafWith(ca: ClusterCa, extensions: X509.Extension[], isCa = false) {

@@ -4,7 +4,6 @@
 // connection, and which clock judges the dates. All on real certificates of a real CA.
 import { X509Certificate } from "node:crypto";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { JoinProtocolError } from "../../src/errors/join.js";
 import {
   CLOCK_TOLERANCE_SECONDS,
   founderNow,
@@ -18,6 +17,7 @@ import {
   verifyPinnedListener,
 } from "../../src/protocol/pki.js";
 import { loadX509 } from "../../src/protocol/x509.js";
+import { listenerRefusal as refusal } from "../helpers/pki.js";
 import { createClusterCa, issueListenerCertificate, type ClusterCa } from "../../src/server/ca.js";
 
 const x509 = await loadX509();
@@ -26,18 +26,6 @@ const MINUTE = 60_000;
 const TOLERANCE_MS = CLOCK_TOLERANCE_SECONDS * 1000;
 const HOST = "127.0.0.1";
 const EC = { name: "ECDSA", namedCurve: "P-256" } as const;
-
-/** The `LISTENER_CERTIFICATE` error `fn` throws (it must throw one). */
-function refusal(fn: () => void): JoinProtocolError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(JoinProtocolError);
-    expect((error as JoinProtocolError).code).toBe("LISTENER_CERTIFICATE");
-    return error as JoinProtocolError;
-  }
-  throw new Error("expected a LISTENER_CERTIFICATE refusal");
-}
 
 /** A listener leaf of `ca` as issued at `issuedAtMs` (valid from 5 minutes before, for `validDays`). */
 async function leafIssuedAt(ca: Pick<ClusterCa, "certPem" | "keyPem">, issuedAtMs: number, validDays = 365) {
